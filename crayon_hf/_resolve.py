@@ -1,0 +1,47 @@
+"""One way to name a tokenizer, shared by the command line and the Python API.
+
+``--tokenizer`` takes a bundled encoding name (``cl100k_base``), a cartridge, or a tiktoken rank
+file. Files are recognised by their content, never their extension.
+"""
+
+from __future__ import annotations
+
+import os
+
+from crayon_hf.tiktoken._encodings import BUNDLED
+
+
+def load_tokenizer(spec: str, *, pattern: str | None = None):
+    """Returns a ``crayon_hf.tiktoken.Encoding`` for a name or a file."""
+    from crayon_hf.conversion.sniff import FileKind, sniff_file
+    from crayon_hf.tiktoken import Encoding, get_encoding
+
+    if not os.path.exists(spec):
+        if spec in BUNDLED:
+            return get_encoding(spec)
+        raise ValueError(
+            f"--tokenizer {spec!r}: no such file, and not a bundled encoding ({', '.join(BUNDLED)})"
+        )
+    if os.path.isdir(spec):
+        raise ValueError(
+            f"--tokenizer {spec!r} is a directory; HuggingFace tokenizer folders are not supported yet "
+            "(pass a cartridge, a tiktoken rank file or a bundled encoding name)"
+        )
+    kind = sniff_file(spec)
+    if kind is FileKind.CARTRIDGE:
+        return Encoding.from_cartridge(spec)
+    if kind is FileKind.TIKTOKEN_RANKS:
+        from crayon_hf._cache import atomic_write, cache_dir
+        from crayon_hf.conversion.tiktoken_rank import convert_rank_file
+
+        image = convert_rank_file(spec, pattern=pattern)
+        import hashlib
+
+        cached = cache_dir() / f"rankfile-{hashlib.sha256(image).hexdigest()[:24]}.dat"
+        if not cached.exists():
+            atomic_write(cached, image)
+        return Encoding.from_cartridge(cached)
+    raise ValueError(
+        f"--tokenizer {spec!r} is a {kind.value}; this version of crayon-hf reads cartridges, tiktoken "
+        "rank files and bundled encoding names"
+    )

@@ -1,0 +1,244 @@
+"""The ``crayon`` command line: convert, inspect, encode."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from typing import Iterator, Sequence
+
+from crayon_hf import __version__
+
+# Big inputs are encoded in chunks (for the progress bar); see _safe_chunks for why cuts there
+# cannot change any token.
+_CHUNK_BYTES = 1 << 20
+_PROGRESS_MIN_BYTES = 8 << 20
+
+
+def _parse_specials(items: Sequence[str]) -> dict[str, int] | None:
+    if not items:
+        return None
+    specials: dict[str, int] = {}
+    for item in items:
+        token, sep, value = item.rpartition("=")
+        if not sep or not token or not value.isdigit():
+            raise SystemExit(f"crayon: --special expects TOKEN=ID, got {item!r}")
+        specials[token] = int(value)
+    return specials
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from crayon_hf._cache import atomic_write
+    from crayon_hf.conversion.sniff import FileKind, sniff_file
+    from crayon_hf.conversion.tiktoken_rank import convert_rank_file
+
+    kind = sniff_file(args.input)
+    if kind is not FileKind.TIKTOKEN_RANKS:
+        raise SystemExit(
+            f"crayon convert: {args.input} is a {kind.value}; this version converts tiktoken rank files"
+        )
+    start = time.perf_counter()
+    image = convert_rank_file(args.input, pattern=args.pattern, special_tokens=_parse_specials(args.special), name=args.name)
+    atomic_write(args.output, image)
+    elapsed = time.perf_counter() - start
+    from crayon_hf.tiktoken import Encoding
+
+    enc = Encoding.from_cartridge(args.output)
+    print(
+        f"wrote {args.output}: {enc.name}, {enc.n_vocab} ids ({len(enc._special_tokens)} special), "
+        f"{len(image) / 1e6:.2f} MB, backend {enc.crayon_backend}, in {elapsed:.2f} s"
+    )
+    return 0
+
+
+def _inspect_data(path: str) -> dict:
+    from crayon_hf._native import native
+
+    info = native.cartridge_info(path, False)
+    meta_bytes = native.section_bytes(path, "META")
+    try:
+        meta = json.loads(meta_bytes) if meta_bytes else None
+    except ValueError:
+        meta = None
+    source = (meta or {}).get("source") or {}
+    return {
+        "path": os.path.abspath(path),
+        "format_version": "{}.{}".format(*info["format_version"]),
+        "unicode_version": info["unicode_version"],
+        "file_size": info["file_size"],
+        "checksum": f"{info['checksum']:016x}",
+        "checksum_ok": info["checksum_ok"],
+        "source_sha256": source.get("sha256"),
+        "meta": meta,
+        "sections": [
+            {"id": s["id"], "offset": s["offset"], "size": s["size"], "required": bool(s["flags"] & 1)}
+            for s in info["sections"]
+        ],
+    }
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    data = _inspect_data(args.file)
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
+        return 0 if data["checksum_ok"] else 1
+    meta = data["meta"] or {}
+    print(f"cartridge      {data['path']}")
+    print(f"format         {data['format_version']} ({meta.get('format', 'unknown kind')})")
+    print(f"name           {meta.get('name')}")
+    print(f"pattern        {meta.get('pattern') or 'not native (runs on tiktoken)'}")
+    print(f"unicode        {data['unicode_version']}")
+    print(f"source sha256  {data['source_sha256'] or '-'}")
+    print(f"created by     {meta.get('created_by', '-')}")
+    print(f"size           {data['file_size']:,} bytes")
+    print(f"checksum       {data['checksum']} ({'ok' if data['checksum_ok'] else 'MISMATCH: file is damaged'})")
+    print("sections")
+    for s in data["sections"]:
+        print(f"  {s['id']}  offset {s['offset']:>10,}  size {s['size']:>12,}{'  required' if s['required'] else ''}")
+    return 0 if data["checksum_ok"] else 1
+
+
+def _safe_chunks(text: str, specials: Sequence[str]) -> Iterator[str]:
+    """Cuts text into ~1 MiB chunks only at points where every shipped split pattern has a piece
+    boundary that does not depend on the text around it: right after a newline that follows a
+    non-space character and precedes an ASCII letter ("x\\nW"). There the newline is a piece of its
+    own (or the tail of a punctuation piece) whatever comes after, and no pattern lets a newline
+    prefix a letter. Never inside a special token: no cuts at all if a special token contains a
+    newline."""
+    if len(text) <= _CHUNK_BYTES or any("\n" in s for s in specials):
+        yield text
+        return
+    cut = re.compile(r"(?<=\S)\n(?=[A-Za-z])")
+    start = 0
+    while len(text) - start > _CHUNK_BYTES:
+        m = cut.search(text, start + _CHUNK_BYTES)
+        if m is None:
+            break
+        yield text[start : m.end()]
+        start = m.end()
+    yield text[start:]
+
+
+def _progress(total: int, desc: str):
+    try:
+        from tqdm import tqdm
+
+        return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc, file=sys.stderr)
+    except ImportError:
+        return _PlainProgress(total, desc)
+
+
+class _PlainProgress:
+    def __init__(self, total: int, desc: str) -> None:
+        self.total, self.desc, self.done, self.start = total, desc, 0, time.perf_counter()
+
+    def update(self, n: int) -> None:
+        self.done += n
+        rate = self.done / max(time.perf_counter() - self.start, 1e-9) / (1 << 20)
+        print(f"\r{self.desc}: {100 * self.done / max(self.total, 1):5.1f}% {rate:7.1f} MiB/s", end="", file=sys.stderr)
+
+    def close(self) -> None:
+        print(file=sys.stderr)
+
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from crayon_hf._resolve import load_tokenizer
+
+    enc = load_tokenizer(args.tokenizer, pattern=args.pattern)
+    if args.allowed_special is None:
+        encode = enc.encode_ordinary
+    else:
+        allowed = "all" if args.allowed_special == "all" else set(args.allowed_special.split(","))
+        unknown = set() if allowed == "all" else allowed - enc.special_tokens_set
+        if unknown:
+            raise SystemExit(f"crayon encode: not special tokens of {enc.name}: {', '.join(sorted(unknown))}")
+
+        def encode(text: str) -> list[int]:
+            return enc.encode(text, allowed_special=allowed, disallowed_special=())
+
+    outputs: list[np.ndarray] = []
+    for path in args.files:
+        with open(path, "rb") as f:
+            raw = f.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SystemExit(f"crayon encode: {path} is not valid UTF-8 (byte {e.start}: {e.reason})")
+        chunks = list(_safe_chunks(text, list(enc.special_tokens_set)))
+        bar = _progress(len(raw), os.path.basename(path)) if len(raw) >= _PROGRESS_MIN_BYTES else None
+        parts = []
+        for chunk in chunks:
+            parts.append(np.asarray(encode(chunk), dtype=np.uint32))
+            if bar is not None:
+                bar.update(len(chunk.encode("utf-8")))
+        if bar is not None:
+            bar.close()
+        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+        if args.output:
+            outputs.append(ids)
+        else:
+            sys.stdout.write(" ".join(map(str, ids.tolist())) + "\n")
+    if args.output:
+        from crayon_hf._cache import atomic_write
+
+        all_ids = np.concatenate(outputs) if outputs else np.zeros(0, dtype=np.uint32)
+        if args.output.endswith(".npy"):
+            import io
+
+            buf = io.BytesIO()
+            np.save(buf, all_ids)
+            atomic_write(args.output, buf.getvalue())
+        else:
+            atomic_write(args.output, all_ids.astype("<u4").tobytes())
+        print(f"wrote {len(all_ids):,} ids to {args.output}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="crayon", description="crayon-hf: exact, fast tokenization from cartridges")
+    p.add_argument("--version", action="version", version=f"crayon-hf {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("convert", help="compile a vocabulary into a cartridge")
+    c.add_argument("input", help="a tiktoken rank file")
+    c.add_argument(
+        "--pattern",
+        help="split pattern: r50k_base, cl100k_base, o200k_base, llama3, or a regex "
+        "(optional for rank files crayon-hf recognises)",
+    )
+    c.add_argument("--special", action="append", default=[], metavar="TOKEN=ID", help="a special token (repeatable)")
+    c.add_argument("--name", help="encoding name stored in the cartridge")
+    c.add_argument("-o", "--output", required=True, help="cartridge to write (.dat)")
+    c.set_defaults(func=cmd_convert)
+
+    i = sub.add_parser("inspect", help="show a cartridge's header, sections and checksum status")
+    i.add_argument("file")
+    i.add_argument("--json", action="store_true", help="machine-readable output with stable keys")
+    i.set_defaults(func=cmd_inspect)
+
+    e = sub.add_parser("encode", help="encode text files to token ids")
+    e.add_argument("--tokenizer", required=True, help="bundled encoding name, cartridge, or rank file")
+    e.add_argument("--pattern", help="split pattern for a rank file crayon-hf does not recognise")
+    e.add_argument("files", nargs="+", metavar="FILE")
+    e.add_argument("-o", "--output", help="write all ids to OUT.npy (numpy uint32) or OUT.bin (raw little-endian uint32)")
+    e.add_argument("--allowed-special", metavar="all|TOKEN,...", help="encode these special tokens as such")
+    e.set_defaults(func=cmd_encode)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, OSError) as e:
+        print(f"crayon {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,440 @@
+// Python bindings for the engine: thin by design. Policy (argument checking, error messages,
+// tiktoken's defaults) lives in Python; these functions convert, release the GIL, and call in.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cartridge.h"
+#include "parallel.h"
+#include "pretokenize.h"
+#include "tiktoken_engine.h"
+
+namespace py = pybind11;
+using namespace crayon;
+
+namespace {
+
+// A str's UTF-8 view without copying (CPython caches it on the object). Raises
+// UnicodeEncodeError for lone surrogates, exactly like tiktoken's binding.
+std::string_view utf8_view(const py::handle& s) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n);
+  if (p == nullptr) throw py::error_already_set();
+  return std::string_view(p, static_cast<size_t>(n));
+}
+
+std::string_view bytes_view(const py::handle& b) {
+  char* p = nullptr;
+  Py_ssize_t n = 0;
+  if (PyBytes_AsStringAndSize(b.ptr(), &p, &n) != 0) throw py::error_already_set();
+  return std::string_view(p, static_cast<size_t>(n));
+}
+
+py::list to_list(const std::vector<uint32_t>& ids) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(ids.size()));
+  if (list == nullptr) throw py::error_already_set();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    PyObject* v = PyLong_FromUnsignedLong(ids[i]);
+    if (v == nullptr) {
+      Py_DECREF(list);
+      throw py::error_already_set();
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), v);
+  }
+  return py::reinterpret_steal<py::list>(list);
+}
+
+py::array_t<uint32_t> to_numpy(std::vector<uint32_t>&& ids) {
+  auto* owned = new std::vector<uint32_t>(std::move(ids));
+  py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<uint32_t>*>(p); });
+  return py::array_t<uint32_t>({owned->size()}, {sizeof(uint32_t)}, owned->data(), free_when_done);
+}
+
+// One token id: any int-like object (numpy integers included) in [0, 2**32), else OverflowError,
+// matching tiktoken's u32 conversion.
+uint32_t id_from(const py::handle& h) {
+  PyObject* o = h.ptr();
+  py::object owned;
+  if (!PyLong_Check(o)) {
+    owned = py::reinterpret_steal<py::object>(PyNumber_Index(o));
+    if (!owned) throw py::error_already_set();
+    o = owned.ptr();
+  }
+  const unsigned long long v = PyLong_AsUnsignedLongLong(o);
+  if ((v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) || v > 0xFFFFFFFFULL) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_OverflowError, "out of range integral type conversion attempted");
+    throw py::error_already_set();
+  }
+  return static_cast<uint32_t>(v);
+}
+
+// Token ids from any Python sequence of ints, as u32 (OverflowError outside [0, 2**32), like
+// tiktoken's Vec<u32> conversion).
+std::vector<uint32_t> ids_from(const py::handle& seq) {
+  if (py::isinstance<py::array>(seq)) {
+    auto a = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(seq);
+    if (!a) throw py::type_error("token ids must be integers");
+    std::vector<uint32_t> out(static_cast<size_t>(a.size()));
+    const int64_t* d = a.data();
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (d[i] < 0 || d[i] > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_OverflowError, "out of range integral type conversion attempted");
+        throw py::error_already_set();
+      }
+      out[i] = static_cast<uint32_t>(d[i]);
+    }
+    return out;
+  }
+  py::sequence s = py::reinterpret_borrow<py::sequence>(seq);
+  std::vector<uint32_t> out;
+  out.reserve(static_cast<size_t>(py::len(s)));
+  for (py::handle h : s) out.push_back(id_from(h));
+  return out;
+}
+
+std::vector<uint8_t> mask_from(const py::bytes& b) {
+  std::string_view v = bytes_view(b);
+  return std::vector<uint8_t>(v.begin(), v.end());
+}
+
+SplitPattern pattern_from_name(const std::string& name) {
+  if (name == "none") return SplitPattern::kNone;
+  if (name == "r50k") return SplitPattern::kR50k;
+  if (name == "cl100k") return SplitPattern::kCl100k;
+  if (name == "o200k") return SplitPattern::kO200k;
+  if (name == "llama3") return SplitPattern::kLlama3;
+  throw py::value_error("unknown native split pattern '" + name + "'");
+}
+
+const char* pattern_name(SplitPattern p) {
+  switch (p) {
+    case SplitPattern::kNone: return "none";
+    case SplitPattern::kR50k: return "r50k";
+    case SplitPattern::kCl100k: return "cl100k";
+    case SplitPattern::kO200k: return "o200k";
+    case SplitPattern::kLlama3: return "llama3";
+  }
+  return "unknown";
+}
+
+[[noreturn]] void raise_bad_token(uint32_t id) {
+  throw py::key_error("Invalid token for decoding: " + std::to_string(id));
+}
+
+[[noreturn]] void raise_missing_byte(const BpeError& e) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02x", e.byte());
+  throw py::value_error(std::string("cannot encode: byte ") + buf +
+                        " has no token in this vocabulary (mergeable_ranks must contain every single byte)");
+}
+
+using Engine = TiktokenEngine;
+using EnginePtr = std::shared_ptr<Engine>;
+
+py::dict cartridge_info(const Cartridge& c) {
+  py::dict d;
+  d["label"] = c.label();
+  d["format_version"] = py::make_tuple(c.header().major, c.header().minor);
+  const uint32_t u = c.header().unicode_version;
+  d["unicode_version"] = std::to_string(u >> 16) + "." + std::to_string((u >> 8) & 0xFF) + "." + std::to_string(u & 0xFF);
+  d["file_size"] = c.header().file_size;
+  d["checksum"] = c.header().checksum;
+  d["checksum_ok"] = c.checksum_ok();
+  py::list sections;
+  for (const SectionInfo& s : c.sections()) {
+    py::dict e;
+    e["id"] = fourcc_name(s.id);
+    e["flags"] = s.flags;
+    e["offset"] = s.offset;
+    e["size"] = s.size;
+    sections.append(e);
+  }
+  d["sections"] = sections;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_crayon, m) {
+  m.doc() = "crayon-hf native engine";
+  py::register_exception<CartridgeError>(m, "CartridgeError", PyExc_ValueError);
+
+  m.def("split_pieces", [](const std::string& pattern, const py::str& text) {
+    const SplitPattern p = pattern_from_name(pattern);
+    std::string_view t = utf8_view(text);
+    std::vector<std::pair<uint32_t, uint32_t>> out;
+    {
+      py::gil_scoped_release release;
+      split_pieces(p, t, out);
+    }
+    return out;
+  }, py::arg("pattern"), py::arg("text"), "Pre-token byte ranges of text under a native split pattern.");
+
+  m.def("build_tiktoken_cartridge", [](const py::dict& mergeable, const py::dict& specials, const std::string& pattern, const std::string& meta_json) {
+    TiktokenSource src;
+    src.pattern = pattern_from_name(pattern);
+    src.meta_json = meta_json;
+    src.mergeable.reserve(mergeable.size());
+    for (auto item : mergeable) {
+      if (!PyBytes_Check(item.first.ptr())) throw py::type_error("mergeable_ranks keys must be bytes");
+      const long long r = PyLong_AsLongLong(item.second.ptr());
+      if (r == -1 && PyErr_Occurred()) throw py::error_already_set();
+      if (r < 0 || r > 0xFFFFFFFFLL) throw py::value_error("rank " + std::to_string(r) + " is out of range");
+      src.mergeable.emplace_back(std::string(bytes_view(item.first)), static_cast<uint32_t>(r));
+    }
+    for (auto item : specials) {
+      if (!PyUnicode_Check(item.first.ptr())) throw py::type_error("special_tokens keys must be str");
+      const long long r = PyLong_AsLongLong(item.second.ptr());
+      if (r == -1 && PyErr_Occurred()) throw py::error_already_set();
+      if (r < 0 || r > 0xFFFFFFFFLL) throw py::value_error("special token id " + std::to_string(r) + " is out of range");
+      src.specials.emplace_back(std::string(utf8_view(item.first)), static_cast<uint32_t>(r));
+    }
+    std::string image;
+    {
+      py::gil_scoped_release release;
+      try {
+        image = build_tiktoken_cartridge(src);
+      } catch (const std::invalid_argument& e) {
+        py::gil_scoped_acquire acquire;
+        throw py::value_error(e.what());
+      }
+    }
+    return py::bytes(image);
+  }, py::arg("mergeable_ranks"), py::arg("special_tokens"), py::arg("pattern"), py::arg("meta_json"));
+
+  m.def("cartridge_info", [](const std::string& path, bool verify) {
+    std::shared_ptr<Cartridge> c;
+    {
+      py::gil_scoped_release release;
+      c = Cartridge::open(path, verify);
+    }
+    return cartridge_info(*c);
+  }, py::arg("path"), py::arg("verify_checksum") = false);
+
+  m.def("section_bytes", [](const std::string& path, const std::string& id) {
+    if (id.size() != 4) throw py::value_error("section ids are 4 characters");
+    auto c = Cartridge::open(path, false);
+    const char tmp[5] = {id[0], id[1], id[2], id[3], 0};
+    const SectionInfo* s = c->find(fourcc(tmp));
+    if (s == nullptr) return py::object(py::none());
+    std::string_view b = c->bytes(s->id);
+    return py::object(py::bytes(b.data(), b.size()));
+  });
+
+  py::class_<Engine, EnginePtr>(m, "TiktokenEngine")
+      .def_static("from_file", [](const std::string& path) {
+        py::gil_scoped_release release;
+        return std::make_shared<Engine>(Cartridge::open(path));
+      })
+      .def_static("from_bytes", [](const py::bytes& image, const std::string& label) {
+        std::string copy(bytes_view(image));
+        py::gil_scoped_release release;
+        return std::make_shared<Engine>(Cartridge::from_bytes(std::move(copy), label));
+      })
+      .def_property_readonly("n_ids", &Engine::n_ids)
+      .def_property_readonly("pattern", [](const Engine& e) { return pattern_name(e.pattern()); })
+      .def_property_readonly("meta_json", [](const Engine& e) { std::string_view v = e.meta_json(); return py::str(v.data(), v.size()); })
+      .def_property_readonly("file_size", [](const Engine& e) { return e.cartridge().size(); })
+      .def("info", [](const Engine& e) { return cartridge_info(e.cartridge()); })
+      .def("special_tokens", [](const Engine& e) {
+        py::list out;
+        for (uint32_t i = 0; i < e.n_specials(); ++i) {
+          std::string_view b;
+          e.token_bytes(e.special_id(i), &b);
+          out.append(py::make_tuple(py::str(b.data(), b.size()), e.special_id(i)));
+        }
+        return out;
+      })
+      .def("mergeable_ranks", [](const Engine& e) {
+        py::dict d;
+        for (uint32_t id = 0; id < e.n_ids(); ++id) {
+          std::string_view b;
+          if (e.kind(id) == TokenKind::kMergeable && e.token_bytes(id, &b)) d[py::bytes(b.data(), b.size())] = id;
+        }
+        return d;
+      })
+      .def("encode_ordinary", [](const Engine& e, const py::str& text) {
+        std::string_view t = utf8_view(text);
+        std::vector<uint32_t> out;
+        {
+          py::gil_scoped_release release;
+          try {
+            e.encode_ordinary(t, out);
+          } catch (const BpeError& err) {
+            py::gil_scoped_acquire acquire;
+            raise_missing_byte(err);
+          }
+        }
+        return to_list(out);
+      })
+      .def("encode", [](const Engine& e, const py::str& text, const py::bytes& allowed) {
+        std::string_view t = utf8_view(text);
+        std::vector<uint8_t> mask = mask_from(allowed);
+        std::vector<uint32_t> out;
+        {
+          py::gil_scoped_release release;
+          try {
+            e.encode(t, mask, out);
+          } catch (const BpeError& err) {
+            py::gil_scoped_acquire acquire;
+            raise_missing_byte(err);
+          }
+        }
+        return to_list(out);
+      })
+      .def("encode_to_numpy", [](const Engine& e, const py::str& text, const py::bytes& allowed) {
+        std::string_view t = utf8_view(text);
+        std::vector<uint8_t> mask = mask_from(allowed);
+        std::vector<uint32_t> out;
+        {
+          py::gil_scoped_release release;
+          try {
+            e.encode(t, mask, out);
+          } catch (const BpeError& err) {
+            py::gil_scoped_acquire acquire;
+            raise_missing_byte(err);
+          }
+        }
+        return to_numpy(std::move(out));
+      })
+      .def("find_special", [](const Engine& e, const py::str& text, const py::bytes& set) -> py::object {
+        std::string_view t = utf8_view(text);
+        std::vector<uint8_t> mask = mask_from(set);
+        SpecialMatch m;
+        {
+          py::gil_scoped_release release;
+          m = e.find_special(t, mask);
+        }
+        if (m.index < 0) return py::none();
+        return py::int_(m.index);
+      }, "Index of the first special token (among those flagged in the mask) occurring in text, or None.")
+      .def("encode_batch", [](const Engine& e, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) {
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        std::vector<uint8_t> allow = mask_from(allowed);
+        std::vector<uint8_t> deny = mask_from(disallowed);
+        const bool check = std::find(deny.begin(), deny.end(), 1) != deny.end();
+        std::vector<std::vector<uint32_t>> out(views.size());
+        std::vector<int32_t> found(views.size(), -1);
+        bool missing = false;
+        uint8_t missing_byte = 0;
+        {
+          py::gil_scoped_release release;
+          try {
+            parallel_for(views.size(), num_threads, [&](size_t i) {
+              if (check) {
+                const SpecialMatch m = e.find_special(views[i], deny);
+                if (m.index >= 0) {
+                  found[i] = m.index;
+                  return;
+                }
+              }
+              if (ordinary) e.encode_ordinary(views[i], out[i]);
+              else e.encode(views[i], allow, out[i]);
+            });
+          } catch (const BpeError& err) {
+            missing = true;
+            missing_byte = err.byte();
+          }
+        }
+        if (missing) raise_missing_byte(BpeError(missing_byte));
+        for (size_t i = 0; i < found.size(); ++i) {
+          if (found[i] >= 0) return py::object(py::make_tuple(i, found[i]));
+        }
+        py::list result(views.size());
+        for (size_t i = 0; i < out.size(); ++i) result[i] = to_list(out[i]);
+        return py::object(result);
+      }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
+      "Encodes many texts in parallel. Returns the list of id lists, or (text index, special index) "
+      "for the first text holding a disallowed special token.")
+      .def("decode_bytes", [](const Engine& e, const py::handle& ids) {
+        std::vector<uint32_t> v = ids_from(ids);
+        std::string out;
+        uint32_t bad = 0;
+        bool ok;
+        {
+          py::gil_scoped_release release;
+          ok = e.decode(v.data(), v.size(), out, &bad);
+        }
+        if (!ok) raise_bad_token(bad);
+        return py::bytes(out);
+      })
+      .def("decode_bytes_batch", [](const Engine& e, const py::handle& batch, size_t num_threads) {
+        std::vector<std::vector<uint32_t>> in;
+        for (py::handle h : batch) in.push_back(ids_from(h));
+        std::vector<std::string> out(in.size());
+        std::vector<int64_t> bad(in.size(), -1);
+        {
+          py::gil_scoped_release release;
+          parallel_for(in.size(), num_threads, [&](size_t i) {
+            uint32_t b = 0;
+            if (!e.decode(in[i].data(), in[i].size(), out[i], &b)) bad[i] = b;
+          });
+        }
+        for (int64_t b : bad) {
+          if (b >= 0) raise_bad_token(static_cast<uint32_t>(b));
+        }
+        py::list result(out.size());
+        for (size_t i = 0; i < out.size(); ++i) result[i] = py::bytes(out[i]);
+        return result;
+      })
+      .def("token_bytes", [](const Engine& e, const py::handle& id) {
+        const uint32_t v = id_from(id);
+        std::string_view b;
+        if (!e.token_bytes(v, &b)) throw py::key_error(std::to_string(v));
+        return py::bytes(b.data(), b.size());
+      })
+      .def("tokens_bytes", [](const Engine& e, const py::handle& ids) {
+        std::vector<uint32_t> v = ids_from(ids);
+        py::list out(v.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          std::string_view b;
+          if (!e.token_bytes(v[i], &b)) throw py::key_error(std::to_string(v[i]));
+          out[i] = py::bytes(b.data(), b.size());
+        }
+        return out;
+      })
+      .def("is_special", [](const Engine& e, uint32_t id) { return e.kind(id) == TokenKind::kSpecial; })
+      .def("encode_single_token", [](const Engine& e, const py::bytes& b) {
+        const int64_t r = e.encode_single_token(bytes_view(b));
+        if (r < 0) throw py::key_error(b);
+        return r;
+      })
+      .def("encode_single_piece", [](const Engine& e, const py::bytes& b) {
+        std::string_view v = bytes_view(b);
+        std::vector<uint32_t> out;
+        if (!v.empty()) {
+          try {
+            e.byte_pair_encode(reinterpret_cast<const uint8_t*>(v.data()), v.size(), out);
+          } catch (const BpeError& err) {
+            raise_missing_byte(err);
+          }
+        }
+        return to_list(out);
+      })
+      .def("token_byte_values", [](const Engine& e) {
+        std::vector<std::string_view> v = e.sorted_mergeable();
+        py::list out(v.size());
+        for (size_t i = 0; i < v.size(); ++i) out[i] = py::bytes(v[i].data(), v[i].size());
+        return out;
+      })
+      .def("encode_with_unstable", [](const Engine& e, const py::str& text, const py::bytes& allowed) {
+        std::string_view t = utf8_view(text);
+        std::vector<uint8_t> mask = mask_from(allowed);
+        std::pair<std::vector<uint32_t>, std::vector<std::vector<uint32_t>>> r;
+        {
+          py::gil_scoped_release release;
+          r = e.encode_with_unstable(t, mask);
+        }
+        py::list completions(r.second.size());
+        for (size_t i = 0; i < r.second.size(); ++i) completions[i] = to_list(r.second[i]);
+        return py::make_tuple(to_list(r.first), completions);
+      });
+}

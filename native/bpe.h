@@ -1,0 +1,58 @@
+// Byte-pair encoding of one pre-token with tiktoken's semantics.
+//
+//   piece bytes --whole piece in vocab?--> [id]
+//               --otherwise--> merge loop: repeatedly merge the adjacent pair whose concatenation
+//                               has the lowest rank (leftmost pair on ties) until no pair merges
+//
+// A token's id is its rank, so "merge priority" and "id" are the same number here.
+//
+// Two encoders produce identical output:
+//  * bpe_encode_heap — the reference: a linked list of parts and a min-heap of candidate pairs
+//    keyed by (rank, position), with stale entries skipped. O(n log n) in the piece length, so a
+//    100,000-byte piece is fine. It is the oracle every faster encoder is tested against, and the
+//    fallback for vocabularies where a faster encoder's preconditions do not hold.
+//  * bpe_encode_backtrack (bpe_backtrack.h, when present) — linear time, see there.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "double_array.h"
+
+namespace crayon {
+
+struct BpeTables {
+  DoubleArrayView trie;              // mergeable token bytes -> rank (== id)
+  const uint32_t* token_offsets = nullptr;  // n_ids + 1 entries; bytes of id i are
+  const uint8_t* token_bytes = nullptr;     //   token_bytes[token_offsets[i], token_offsets[i+1])
+  uint32_t n_ids = 0;                // every rank the trie yields must be < n_ids (checked on use)
+  uint64_t token_bytes_size = 0;
+  int32_t byte_rank[256];            // rank of each single byte, -1 when the byte is not a token
+
+  // Split tables for the backtracking encoder; null when the cartridge has none.
+  const uint32_t* split_left = nullptr;
+  const uint32_t* split_right = nullptr;
+};
+
+class BpeError : public std::exception {
+ public:
+  explicit BpeError(uint8_t byte) : byte_(byte) {}
+  uint8_t byte() const { return byte_; }
+  const char* what() const noexcept override { return "byte has no token in this vocabulary"; }
+
+ private:
+  uint8_t byte_;
+};
+
+// Fills byte_rank from the trie. Call after setting `trie`.
+void fill_byte_ranks(BpeTables& t);
+
+// The rank of bytes s[0, n) as one token, or -1. Checks the rank against n_ids.
+int32_t token_rank(const BpeTables& t, const uint8_t* s, size_t n);
+
+// Appends the BPE encoding of piece[0, n) to out (n >= 1). Throws BpeError if a byte of the piece
+// has no token.
+void bpe_encode_heap(const BpeTables& t, const uint8_t* piece, size_t n, std::vector<uint32_t>& out);
+
+}  // namespace crayon

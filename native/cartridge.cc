@@ -1,0 +1,235 @@
+#include "cartridge.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "xxhash64.h"
+
+#if defined(_WIN32)
+#define CRAYON_NO_MMAP 1
+#else
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+namespace crayon {
+namespace {
+
+static_assert(sizeof(void*) == 8, "cartridges are mapped on 64-bit platforms only");
+
+template <class T>
+T load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+template <class T>
+void store(std::string& s, size_t at, T v) {
+  std::memcpy(&s[at], &v, sizeof(T));
+}
+
+constexpr size_t kChecksumOffset = 56;
+
+size_t align_up(size_t n) { return (n + kSectionAlign - 1) / kSectionAlign * kSectionAlign; }
+
+}  // namespace
+
+std::string fourcc_name(uint32_t id) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    const char c = static_cast<char>((id >> (8 * i)) & 0xFF);
+    s += (c >= 0x20 && c < 0x7F) ? c : '?';
+  }
+  return s;
+}
+
+uint64_t cartridge_checksum(const uint8_t* data, size_t size) {
+  const uint64_t seed = xxhash64(data, kChecksumOffset, 0);
+  return xxhash64(data + kHeaderSize, size - kHeaderSize, seed);
+}
+
+void Cartridge::fail(const std::string& what) const {
+  throw CartridgeError("invalid cartridge " + label_ + ": " + what);
+}
+
+std::shared_ptr<Cartridge> Cartridge::open(const std::string& path, bool verify_checksum) {
+  std::shared_ptr<Cartridge> c(new Cartridge());
+  c->label_ = "'" + path + "'";
+#ifndef CRAYON_NO_MMAP
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw CartridgeError("cannot open cartridge '" + path + "': " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw CartridgeError("cannot stat cartridge '" + path + "': " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw CartridgeError("cartridge '" + path + "' is not a regular file");
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size < kHeaderSize) {
+    ::close(fd);
+    c->fail("file is " + std::to_string(size) + " bytes, smaller than the 64-byte header");
+  }
+  // MAP_PRIVATE: a process that writes to the file does not change what we read through pages
+  // already touched; a file truncated under us can still fault, see docs/cartridge.md.
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) throw CartridgeError("cannot map cartridge '" + path + "': " + std::strerror(errno));
+  c->mapping_ = m;
+  c->data_ = static_cast<const uint8_t*>(m);
+  c->size_ = size;
+#else
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CartridgeError("cannot open cartridge '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  c->owned_ = ss.str();
+  c->data_ = reinterpret_cast<const uint8_t*>(c->owned_.data());
+  c->size_ = c->owned_.size();
+#endif
+  c->validate(verify_checksum);
+  return c;
+}
+
+std::shared_ptr<Cartridge> Cartridge::from_bytes(std::string bytes, const std::string& label,
+                                                 bool verify_checksum) {
+  std::shared_ptr<Cartridge> c(new Cartridge());
+  c->label_ = label;
+  c->owned_ = std::move(bytes);
+  // std::string storage is not guaranteed 64-byte aligned; arrays are read through typed
+  // pointers, so copy into an aligned buffer when needed.
+  c->data_ = reinterpret_cast<const uint8_t*>(c->owned_.data());
+  c->size_ = c->owned_.size();
+  if (reinterpret_cast<uintptr_t>(c->data_) % 8 != 0) {
+    c->fail("internal: in-memory image is not 8-byte aligned");
+  }
+  c->validate(verify_checksum);
+  return c;
+}
+
+Cartridge::~Cartridge() {
+#ifndef CRAYON_NO_MMAP
+  if (mapping_ != nullptr) ::munmap(mapping_, size_);
+#endif
+}
+
+void Cartridge::validate(bool verify_checksum) {
+  const uint8_t* d = data_;
+  if (size_ < kHeaderSize) fail("file is " + std::to_string(size_) + " bytes, smaller than the 64-byte header");
+  if (std::memcmp(d, kCartridgeMagic, 8) != 0) fail("bad magic (not a crayon-hf cartridge)");
+  header_.major = load<uint16_t>(d + 8);
+  header_.minor = load<uint16_t>(d + 10);
+  const uint32_t header_size = load<uint32_t>(d + 12);
+  const uint32_t count = load<uint32_t>(d + 16);
+  header_.file_size = load<uint64_t>(d + 24);
+  const uint64_t table_offset = load<uint64_t>(d + 32);
+  header_.unicode_version = load<uint32_t>(d + 40);
+  header_.checksum = load<uint64_t>(d + kChecksumOffset);
+
+  if (header_.major != kFormatMajor) {
+    fail("format version " + std::to_string(header_.major) + "." + std::to_string(header_.minor) +
+         " is not supported by this crayon-hf (reads " + std::to_string(kFormatMajor) +
+         ".x); rebuild the cartridge with `crayon convert` or upgrade crayon-hf");
+  }
+  if (header_size != kHeaderSize) fail("header size " + std::to_string(header_size) + " != 64");
+  if (header_.file_size != size_) {
+    fail("header says " + std::to_string(header_.file_size) + " bytes but the file has " +
+         std::to_string(size_) + " (truncated or padded?)");
+  }
+  if (count > kMaxSections) fail("section count " + std::to_string(count) + " is implausible");
+  if (table_offset != kHeaderSize) fail("section table must follow the header");
+  const uint64_t table_end = table_offset + uint64_t{count} * kSectionEntrySize;
+  if (table_end > size_) fail("section table runs past the end of the file");
+
+  checksum_ok_ = cartridge_checksum(d, size_) == header_.checksum;
+  if (verify_checksum && !checksum_ok_) {
+    fail("checksum mismatch (the file is damaged or was modified)");
+  }
+
+  sections_.clear();
+  sections_.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint8_t* e = d + table_offset + uint64_t{i} * kSectionEntrySize;
+    SectionInfo s{load<uint32_t>(e), load<uint32_t>(e + 4), load<uint64_t>(e + 8), load<uint64_t>(e + 16)};
+    const std::string name = fourcc_name(s.id);
+    if (s.offset % kSectionAlign != 0) fail("section " + name + " is not 64-byte aligned");
+    if (s.offset < table_end) fail("section " + name + " overlaps the header or section table");
+    if (s.offset > size_ || s.size > size_ - s.offset) fail("section " + name + " runs past the end of the file");
+    for (const SectionInfo& o : sections_) {
+      if (o.id == s.id) fail("section " + name + " appears twice");
+    }
+    sections_.push_back(s);
+  }
+  // Sections must not overlap one another.
+  std::vector<SectionInfo> sorted = sections_;
+  std::sort(sorted.begin(), sorted.end(), [](const SectionInfo& a, const SectionInfo& b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    if (sorted[i - 1].offset + sorted[i - 1].size > sorted[i].offset) {
+      fail("sections " + fourcc_name(sorted[i - 1].id) + " and " + fourcc_name(sorted[i].id) + " overlap");
+    }
+  }
+}
+
+const SectionInfo* Cartridge::find(uint32_t id) const {
+  for (const SectionInfo& s : sections_) {
+    if (s.id == id) return &s;
+  }
+  return nullptr;
+}
+
+std::string_view Cartridge::bytes(uint32_t id) const {
+  const SectionInfo* s = find(id);
+  if (s == nullptr) fail("required section " + fourcc_name(id) + " is missing");
+  return std::string_view(reinterpret_cast<const char*>(data_ + s->offset), s->size);
+}
+
+void CartridgeWriter::add(uint32_t id, std::string bytes, uint32_t flags) {
+  for (const Pending& p : sections_) {
+    if (p.id == id) throw std::invalid_argument("duplicate cartridge section " + fourcc_name(id));
+  }
+  sections_.push_back(Pending{id, flags, std::move(bytes)});
+}
+
+std::string CartridgeWriter::finish() const {
+  const size_t table_end = kHeaderSize + sections_.size() * kSectionEntrySize;
+  size_t cursor = align_up(table_end);
+  std::vector<uint64_t> offsets;
+  for (const Pending& p : sections_) {
+    offsets.push_back(cursor);
+    cursor = align_up(cursor + p.bytes.size());
+  }
+  std::string out(cursor, '\0');
+  std::memcpy(&out[0], kCartridgeMagic, 8);
+  store<uint16_t>(out, 8, kFormatMajor);
+  store<uint16_t>(out, 10, kFormatMinor);
+  store<uint32_t>(out, 12, kHeaderSize);
+  store<uint32_t>(out, 16, static_cast<uint32_t>(sections_.size()));
+  store<uint32_t>(out, 20, 0);
+  store<uint64_t>(out, 24, out.size());
+  store<uint64_t>(out, 32, kHeaderSize);
+  store<uint32_t>(out, 40, kUnicodeVersion);
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    const size_t e = kHeaderSize + i * kSectionEntrySize;
+    store<uint32_t>(out, e, sections_[i].id);
+    store<uint32_t>(out, e + 4, sections_[i].flags);
+    store<uint64_t>(out, e + 8, offsets[i]);
+    store<uint64_t>(out, e + 16, sections_[i].bytes.size());
+    if (!sections_[i].bytes.empty()) {
+      std::memcpy(&out[offsets[i]], sections_[i].bytes.data(), sections_[i].bytes.size());
+    }
+  }
+  store<uint64_t>(out, kChecksumOffset,
+                  cartridge_checksum(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
+  return out;
+}
+
+}  // namespace crayon

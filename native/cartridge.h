@@ -1,0 +1,139 @@
+// Cartridge: one memory-mapped file holding a compiled tokenizer.
+//
+//   +------------------+ 0
+//   | header (64 B)    |  magic "CRAYONHF", format version, sizes, Unicode version, checksum
+//   +------------------+ 64
+//   | section table    |  count x 32 B: {fourcc id, flags, offset, size, reserved}
+//   +------------------+ 64-byte aligned
+//   | sections ...     |  each 64-byte aligned, little-endian arrays or UTF-8 JSON
+//   +------------------+ file_size
+//
+// The full specification (and the compatibility promise) is docs/cartridge.md. Loading maps the
+// file, checks every header field and section bound, verifies the XXH64 checksum over the whole
+// file and hands out typed views; nothing is parsed per token. Any problem is a CartridgeError
+// whose message names the file and what was wrong.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace crayon {
+
+class CartridgeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+constexpr char kCartridgeMagic[8] = {'C', 'R', 'A', 'Y', 'O', 'N', 'H', 'F'};
+constexpr uint16_t kFormatMajor = 1;
+constexpr uint16_t kFormatMinor = 0;
+constexpr uint32_t kHeaderSize = 64;
+constexpr uint32_t kSectionEntrySize = 32;
+constexpr uint32_t kSectionAlign = 64;
+constexpr uint32_t kMaxSections = 4096;
+// Unicode version the engine's character tables follow, packed as major<<16 | minor<<8 | update.
+constexpr uint32_t kUnicodeVersion = (16u << 16) | (0u << 8) | 0u;
+
+// A section reader that does not know this id must refuse the file (instead of ignoring it).
+constexpr uint32_t kSectionRequired = 1u;
+
+constexpr uint32_t fourcc(const char (&s)[5]) {
+  return static_cast<uint32_t>(static_cast<uint8_t>(s[0])) |
+         static_cast<uint32_t>(static_cast<uint8_t>(s[1])) << 8 |
+         static_cast<uint32_t>(static_cast<uint8_t>(s[2])) << 16 |
+         static_cast<uint32_t>(static_cast<uint8_t>(s[3])) << 24;
+}
+std::string fourcc_name(uint32_t id);
+
+struct SectionInfo {
+  uint32_t id;
+  uint32_t flags;
+  uint64_t offset;
+  uint64_t size;
+};
+
+struct CartridgeHeaderInfo {
+  uint16_t major;
+  uint16_t minor;
+  uint64_t file_size;
+  uint32_t unicode_version;
+  uint64_t checksum;
+};
+
+// A read-only cartridge. Holds the mapping (or an owned copy of the bytes) for its lifetime.
+class Cartridge {
+ public:
+  // Maps and validates `path`. verify_checksum=false skips only the hash (used by `inspect` to
+  // report a bad checksum instead of refusing to show anything).
+  static std::shared_ptr<Cartridge> open(const std::string& path, bool verify_checksum = true);
+  // Validates an in-memory image (copied).
+  static std::shared_ptr<Cartridge> from_bytes(std::string bytes, const std::string& label,
+                                               bool verify_checksum = true);
+  ~Cartridge();
+  Cartridge(const Cartridge&) = delete;
+  Cartridge& operator=(const Cartridge&) = delete;
+
+  const CartridgeHeaderInfo& header() const { return header_; }
+  const std::vector<SectionInfo>& sections() const { return sections_; }
+  const std::string& label() const { return label_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool checksum_ok() const { return checksum_ok_; }
+
+  const SectionInfo* find(uint32_t id) const;
+  // The bytes of a section; throws CartridgeError when a required section is missing.
+  std::string_view bytes(uint32_t id) const;
+  // A section read as an array of T; throws when missing or when its size is not a multiple of T.
+  template <class T>
+  const T* array(uint32_t id, size_t* count) const {
+    std::string_view b = bytes(id);
+    if (b.size() % sizeof(T) != 0) fail("section " + fourcc_name(id) + " has a size that is not a multiple of its element");
+    *count = b.size() / sizeof(T);
+    return reinterpret_cast<const T*>(b.data());
+  }
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  Cartridge() = default;
+  void validate(bool verify_checksum);
+
+  std::string label_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  void* mapping_ = nullptr;  // non-null when data_ comes from mmap
+  std::string owned_;        // used when the bytes are held in memory
+  CartridgeHeaderInfo header_{};
+  std::vector<SectionInfo> sections_;
+  bool checksum_ok_ = false;
+};
+
+// Assembles a cartridge image: add sections, then finish() lays them out, aligned, and stamps the
+// checksum. Section ids must be unique.
+class CartridgeWriter {
+ public:
+  void add(uint32_t id, std::string bytes, uint32_t flags = 0);
+  template <class T>
+  void add_array(uint32_t id, const std::vector<T>& v, uint32_t flags = 0) {
+    add(id, std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)), flags);
+  }
+  std::string finish() const;
+
+ private:
+  struct Pending {
+    uint32_t id;
+    uint32_t flags;
+    std::string bytes;
+  };
+  std::vector<Pending> sections_;
+};
+
+// The checksum a cartridge image should carry (XXH64 of the header's first 56 bytes seeds the
+// XXH64 of everything after the header).
+uint64_t cartridge_checksum(const uint8_t* data, size_t size);
+
+}  // namespace crayon

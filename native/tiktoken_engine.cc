@@ -1,0 +1,430 @@
+#include "tiktoken_engine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <stdexcept>
+
+#include "double_array.h"
+
+namespace crayon {
+namespace {
+
+constexpr uint32_t kTKHD = fourcc("TKHD");
+constexpr uint32_t kMETA = fourcc("META");
+constexpr uint32_t kTOKO = fourcc("TOKO");
+constexpr uint32_t kTOKB = fourcc("TOKB");
+constexpr uint32_t kTOKK = fourcc("TOKK");
+constexpr uint32_t kBTBA = fourcc("BTBA");
+constexpr uint32_t kBTCH = fourcc("BTCH");
+constexpr uint32_t kBTVA = fourcc("BTVA");
+constexpr uint32_t kSTBA = fourcc("STBA");
+constexpr uint32_t kSTCH = fourcc("STCH");
+constexpr uint32_t kSTVA = fourcc("STVA");
+constexpr uint32_t kSPID = fourcc("SPID");
+
+constexpr uint32_t kEngineTiktoken = 1;
+
+// TKHD: the parameters the engine needs, as one fixed struct.
+struct TkHeader {
+  uint32_t engine;
+  uint32_t pattern;
+  uint32_t n_ids;
+  uint32_t n_specials;
+  uint32_t max_token_len;
+  uint32_t flags;
+  uint64_t reserved;
+};
+static_assert(sizeof(TkHeader) == 32, "TKHD is 32 bytes");
+
+void add_trie(CartridgeWriter& w, uint32_t b, uint32_t c, uint32_t v, const DoubleArrayData& d) {
+  w.add_array(b, d.base, kSectionRequired);
+  w.add_array(c, d.check, kSectionRequired);
+  w.add_array(v, d.value, kSectionRequired);
+}
+
+DoubleArrayView load_trie(const Cartridge& c, uint32_t b, uint32_t ch, uint32_t v) {
+  size_t nb, nc, nv;
+  const int32_t* base = c.array<int32_t>(b, &nb);
+  const int32_t* check = c.array<int32_t>(ch, &nc);
+  const int32_t* value = c.array<int32_t>(v, &nv);
+  if (nb != nc || nb != nv) c.fail("trie arrays " + fourcc_name(b) + " have different lengths");
+  if (nb == 0 || nb > 0x7FFFFFFF) c.fail("trie " + fourcc_name(b) + " has an invalid size");
+  return DoubleArrayView(base, check, value, static_cast<uint32_t>(nb));
+}
+
+// Unicode White_Space (Rust's char::is_whitespace), used by encode_with_unstable.
+bool is_white_space(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
+}
+
+// Decodes the last UTF-8 character of s; returns its length, or 0 when s does not end with a
+// complete, valid sequence.
+size_t last_utf8_char(std::string_view s, uint32_t* cp) {
+  const size_t n = s.size();
+  for (size_t len = 1; len <= 4 && len <= n; ++len) {
+    const uint8_t lead = static_cast<uint8_t>(s[n - len]);
+    if ((lead & 0xC0) == 0x80) continue;
+    size_t want;
+    uint32_t v;
+    if (lead < 0x80) { want = 1; v = lead; }
+    else if ((lead & 0xE0) == 0xC0) { want = 2; v = lead & 0x1F; }
+    else if ((lead & 0xF0) == 0xE0) { want = 3; v = lead & 0x0F; }
+    else if ((lead & 0xF8) == 0xF0) { want = 4; v = lead & 0x07; }
+    else return 0;
+    if (want != len) return 0;
+    for (size_t i = n - len + 1; i < n; ++i) v = (v << 6) | (static_cast<uint8_t>(s[i]) & 0x3F);
+    static const uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < kMin[want] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+    *cp = v;
+    return len;
+  }
+  return 0;
+}
+
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const uint8_t c = static_cast<uint8_t>(s[i]);
+    if (c < 0x80) { ++i; continue; }
+    size_t len;
+    uint32_t v;
+    if ((c & 0xE0) == 0xC0) { len = 2; v = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; v = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; v = c & 0x07; }
+    else return false;
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const uint8_t d = static_cast<uint8_t>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      v = (v << 6) | (d & 0x3F);
+    }
+    static const uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < kMin[len] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string build_tiktoken_cartridge(const TiktokenSource& src) {
+  uint64_t max_id = 0;
+  bool any = false;
+  for (const auto& [bytes, id] : src.mergeable) {
+    if (bytes.empty()) throw std::invalid_argument("mergeable_ranks contains an empty token");
+    max_id = std::max<uint64_t>(max_id, id);
+    any = true;
+  }
+  for (const auto& [text, id] : src.specials) {
+    if (text.empty()) throw std::invalid_argument("special_tokens contains an empty token");
+    max_id = std::max<uint64_t>(max_id, id);
+    any = true;
+  }
+  if (!any) throw std::invalid_argument("the vocabulary is empty");
+  if (max_id >= kMaxIds) {
+    throw std::invalid_argument("token id " + std::to_string(max_id) + " is too large (ids must be below " +
+                                std::to_string(kMaxIds) + ")");
+  }
+  const uint32_t n_ids = static_cast<uint32_t>(max_id + 1);
+
+  std::vector<const std::string*> by_id(n_ids, nullptr);
+  std::vector<uint8_t> kinds(n_ids, static_cast<uint8_t>(TokenKind::kAbsent));
+  auto place = [&](const std::string& bytes, uint32_t id, TokenKind k) {
+    if (by_id[id] != nullptr) {
+      throw std::invalid_argument("token id " + std::to_string(id) +
+                                  " is used twice (duplicate token indices in the vocabulary)");
+    }
+    by_id[id] = &bytes;
+    kinds[id] = static_cast<uint8_t>(k);
+  };
+  for (const auto& [bytes, id] : src.mergeable) place(bytes, id, TokenKind::kMergeable);
+  for (const auto& [text, id] : src.specials) place(text, id, TokenKind::kSpecial);
+
+  std::vector<uint32_t> offsets(n_ids + 1, 0);
+  std::string blob;
+  uint32_t max_len = 0;
+  for (uint32_t id = 0; id < n_ids; ++id) {
+    if (by_id[id] != nullptr) {
+      blob += *by_id[id];
+      max_len = std::max<uint32_t>(max_len, static_cast<uint32_t>(by_id[id]->size()));
+    }
+    if (blob.size() > 0xFFFFFFFFull) throw std::invalid_argument("token bytes exceed 4 GiB");
+    offsets[id + 1] = static_cast<uint32_t>(blob.size());
+  }
+
+  std::vector<std::pair<std::string_view, int32_t>> keys;
+  keys.reserve(src.mergeable.size());
+  for (const auto& [bytes, id] : src.mergeable) keys.emplace_back(bytes, static_cast<int32_t>(id));
+  const DoubleArrayData bpe_trie = build_double_array(keys);
+
+  std::vector<std::pair<std::string_view, int32_t>> special_keys;
+  std::vector<uint32_t> special_ids;
+  for (const auto& [text, id] : src.specials) {
+    special_keys.emplace_back(text, static_cast<int32_t>(special_ids.size()));
+    special_ids.push_back(id);
+  }
+  const DoubleArrayData special_trie = build_double_array(special_keys);
+
+  TkHeader h{};
+  h.engine = kEngineTiktoken;
+  h.pattern = static_cast<uint32_t>(src.pattern);
+  h.n_ids = n_ids;
+  h.n_specials = static_cast<uint32_t>(special_ids.size());
+  h.max_token_len = max_len;
+
+  CartridgeWriter w;
+  w.add(kTKHD, std::string(reinterpret_cast<const char*>(&h), sizeof h), kSectionRequired);
+  w.add(kMETA, src.meta_json);
+  w.add_array(kTOKO, offsets, kSectionRequired);
+  w.add(kTOKB, blob, kSectionRequired);
+  w.add_array(kTOKK, kinds, kSectionRequired);
+  add_trie(w, kBTBA, kBTCH, kBTVA, bpe_trie);
+  add_trie(w, kSTBA, kSTCH, kSTVA, special_trie);
+  w.add_array(kSPID, special_ids, kSectionRequired);
+  return w.finish();
+}
+
+TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : cartridge_(std::move(cartridge)) {
+  const Cartridge& c = *cartridge_;
+  static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTBA, kBTCH, kBTVA,
+                                    kSTBA, kSTCH, kSTVA, kSPID};
+  for (const SectionInfo& s : c.sections()) {
+    const bool known = std::find(std::begin(kKnown), std::end(kKnown), s.id) != std::end(kKnown);
+    if (!known && (s.flags & kSectionRequired)) {
+      c.fail("it needs section " + fourcc_name(s.id) + ", which this version of crayon-hf does not understand; upgrade crayon-hf");
+    }
+  }
+  const std::string_view hb = c.bytes(kTKHD);
+  if (hb.size() != sizeof(TkHeader)) c.fail("TKHD has the wrong size");
+  TkHeader h;
+  std::memcpy(&h, hb.data(), sizeof h);
+  if (h.engine != kEngineTiktoken) c.fail("it is not a tiktoken-style BPE cartridge (engine " + std::to_string(h.engine) + ")");
+  if (h.pattern > static_cast<uint32_t>(SplitPattern::kLlama3)) c.fail("unknown split pattern " + std::to_string(h.pattern));
+  if (h.n_ids == 0 || h.n_ids > kMaxIds) c.fail("implausible vocabulary size " + std::to_string(h.n_ids));
+  pattern_ = static_cast<SplitPattern>(h.pattern);
+
+  size_t n_off, n_kinds;
+  bpe_.token_offsets = c.array<uint32_t>(kTOKO, &n_off);
+  const std::string_view blob = c.bytes(kTOKB);
+  bpe_.token_bytes = reinterpret_cast<const uint8_t*>(blob.data());
+  bpe_.token_bytes_size = blob.size();
+  kinds_ = c.array<uint8_t>(kTOKK, &n_kinds);
+  if (n_off != uint64_t{h.n_ids} + 1) c.fail("TOKO does not have n_ids + 1 entries");
+  if (n_kinds != h.n_ids) c.fail("TOKK does not have n_ids entries");
+  if (bpe_.token_offsets[0] != 0 || bpe_.token_offsets[h.n_ids] != blob.size()) {
+    c.fail("TOKO does not span TOKB");
+  }
+  bpe_.n_ids = h.n_ids;
+  bpe_.trie = load_trie(c, kBTBA, kBTCH, kBTVA);
+  fill_byte_ranks(bpe_);
+
+  size_t n_sp;
+  special_ids_ = c.array<uint32_t>(kSPID, &n_sp);
+  if (n_sp != h.n_specials) c.fail("SPID does not have n_specials entries");
+  n_specials_ = h.n_specials;
+  for (uint32_t i = 0; i < n_specials_; ++i) {
+    if (special_ids_[i] >= h.n_ids) c.fail("special token id out of range");
+  }
+  specials_ = SpecialTokenMatcher(load_trie(c, kSTBA, kSTCH, kSTVA), n_specials_);
+}
+
+std::string_view TiktokenEngine::meta_json() const {
+  const SectionInfo* s = cartridge_->find(kMETA);
+  return s == nullptr ? std::string_view() : cartridge_->bytes(kMETA);
+}
+
+bool TiktokenEngine::token_bytes(uint32_t id, std::string_view* out) const {
+  if (id >= bpe_.n_ids || kinds_[id] == static_cast<uint8_t>(TokenKind::kAbsent)) return false;
+  const uint32_t a = bpe_.token_offsets[id];
+  const uint32_t b = bpe_.token_offsets[id + 1];
+  // Offsets come from the file: check them here rather than scanning all of them at load.
+  if (a > b || b > bpe_.token_bytes_size) return false;
+  *out = std::string_view(reinterpret_cast<const char*>(bpe_.token_bytes) + a, b - a);
+  return true;
+}
+
+void TiktokenEngine::byte_pair_encode(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  bpe_encode_heap(bpe_, piece, n, out);
+}
+
+void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  const int32_t whole = token_rank(bpe_, piece, n);
+  if (whole >= 0) {
+    out.push_back(static_cast<uint32_t>(whole));
+    return;
+  }
+  bpe_encode_heap(bpe_, piece, n, out);
+}
+
+void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const {
+  const uint8_t* s = reinterpret_cast<const uint8_t*>(seg.data());
+  size_t pos = 0;
+  while (pos < seg.size()) {
+    const size_t end = piece_end(pattern_, seg, pos);
+    const size_t before = out.size();
+    encode_piece(s + pos, end - pos, out);
+    if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+    pos = end;
+  }
+}
+
+void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out) const {
+  encode_segment(text, out, nullptr);
+}
+
+SpecialMatch TiktokenEngine::find_special(std::string_view text, const std::vector<uint8_t>& set) const {
+  return specials_.find(text, 0, [&](int32_t i) { return static_cast<size_t>(i) < set.size() && set[i] != 0; });
+}
+
+size_t TiktokenEngine::encode(std::string_view text, const std::vector<uint8_t>& allowed, std::vector<uint32_t>& out) const {
+  size_t last_piece_len = 0;
+  size_t start = 0;
+  const bool any_allowed = std::find(allowed.begin(), allowed.end(), 1) != allowed.end();
+  while (true) {
+    SpecialMatch m;
+    if (any_allowed) {
+      m = specials_.find(text, start, [&](int32_t i) { return static_cast<size_t>(i) < allowed.size() && allowed[i] != 0; });
+    }
+    const size_t end = m.index >= 0 ? m.pos : text.size();
+    encode_segment(text.substr(start, end - start), out, &last_piece_len);
+    if (m.index < 0) break;
+    out.push_back(special_ids_[m.index]);
+    start = m.pos + m.len;
+    last_piece_len = 0;
+  }
+  return last_piece_len;
+}
+
+bool TiktokenEngine::decode(const uint32_t* ids, size_t n, std::string& out, uint32_t* bad) const {
+  for (size_t i = 0; i < n; ++i) {
+    std::string_view b;
+    if (!token_bytes(ids[i], &b)) {
+      *bad = ids[i];
+      return false;
+    }
+    out.append(b.data(), b.size());
+  }
+  return true;
+}
+
+int64_t TiktokenEngine::encode_single_token(std::string_view bytes) const {
+  const int32_t r = token_rank(bpe_, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  if (r >= 0 && kinds_[r] == static_cast<uint8_t>(TokenKind::kMergeable)) return r;
+  for (uint32_t i = 0; i < n_specials_; ++i) {
+    std::string_view b;
+    if (token_bytes(special_ids_[i], &b) && b == bytes) return special_ids_[i];
+  }
+  return -1;
+}
+
+std::vector<std::string_view> TiktokenEngine::sorted_mergeable() const {
+  std::vector<std::string_view> out;
+  for (uint32_t id = 0; id < bpe_.n_ids; ++id) {
+    std::string_view b;
+    if (kinds_[id] == static_cast<uint8_t>(TokenKind::kMergeable) && token_bytes(id, &b)) out.push_back(b);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void TiktokenEngine::tokens_with_prefix(std::string_view prefix, std::vector<uint32_t>& out) const {
+  const DoubleArrayView& t = bpe_.trie;
+  const int32_t start = t.walk(DoubleArrayView::kRoot, reinterpret_cast<const uint8_t*>(prefix.data()), prefix.size());
+  if (start < 0) return;
+  // Depth-first over the subtree; the depth is bounded by the longest token.
+  std::vector<int32_t> stack{start};
+  size_t guard = 0;
+  while (!stack.empty()) {
+    const int32_t node = stack.back();
+    stack.pop_back();
+    if (++guard > t.size()) return;  // a damaged trie cannot make us loop forever
+    const int32_t v = t.value_at(node);
+    if (v >= 0 && static_cast<uint32_t>(v) < bpe_.n_ids) out.push_back(static_cast<uint32_t>(v));
+    for (int c = 255; c >= 0; --c) {
+      const int32_t ch = t.child(node, static_cast<uint8_t>(c));
+      if (ch >= 0) stack.push_back(ch);
+    }
+  }
+}
+
+std::pair<std::vector<uint32_t>, std::vector<std::vector<uint32_t>>> TiktokenEngine::encode_with_unstable(
+    std::string_view text, const std::vector<uint8_t>& allowed) const {
+  std::vector<uint32_t> tokens;
+  size_t last = encode(text, allowed, tokens);
+  std::set<std::vector<uint32_t>> completions;
+  auto as_result = [&]() {
+    return std::make_pair(std::move(tokens),
+                          std::vector<std::vector<uint32_t>>(completions.begin(), completions.end()));
+  };
+  if (last == 0) return as_result();
+
+  // Trailing all-whitespace tokens can merge differently once more text arrives (for example
+  // "\n" + " " can become "\n \n"), so they count as unstable too.
+  auto all_space = [&](uint32_t id) {
+    std::string_view b;
+    if (kind(id) != TokenKind::kMergeable || !token_bytes(id, &b)) return false;
+    return std::all_of(b.begin(), b.end(), [](char c) { return c == ' ' || c == '\n' || c == '\t'; });
+  };
+  if (all_space(tokens[tokens.size() - last])) {
+    while (last < tokens.size() && all_space(tokens[tokens.size() - last - 1])) ++last;
+  }
+  std::string unstable;
+  uint32_t bad = 0;
+  decode(tokens.data() + tokens.size() - last, last, unstable, &bad);
+  tokens.resize(tokens.size() - last);
+  if (unstable.empty()) return as_result();
+
+  std::vector<uint32_t> ids;
+  tokens_with_prefix(unstable, ids);
+  for (uint32_t id : ids) completions.insert({id});
+
+  for (size_t i = 1; i < unstable.size(); ++i) {
+    const std::string_view prefix(unstable.data(), i);
+    const std::string_view suffix(unstable.data() + i, unstable.size() - i);
+    ids.clear();
+    tokens_with_prefix(suffix, ids);
+    for (uint32_t id : ids) {
+      std::string_view tb;
+      token_bytes(id, &tb);
+      std::string possibility(prefix);
+      possibility.append(tb.data(), tb.size());
+      std::vector<uint32_t> encoded;
+      if (valid_utf8(possibility)) {
+        encode_ordinary(possibility, encoded);
+      } else {
+        byte_pair_encode(reinterpret_cast<const uint8_t*>(possibility.data()), possibility.size(), encoded);
+      }
+      std::vector<uint32_t> seq;
+      size_t seq_len = 0;
+      for (uint32_t t : encoded) {
+        seq.push_back(t);
+        std::string_view b;
+        if (token_bytes(t, &b)) seq_len += b.size();
+        if (seq_len >= unstable.size()) break;
+      }
+      completions.insert(std::move(seq));
+    }
+  }
+
+  // A split can appear inside trailing whitespace once more text follows ("\n\n" + "0" splits
+  // into "\n" + "\n" + "0"), so the last whitespace character may stand alone.
+  if (unstable.size() > 1) {
+    uint32_t cp = 0;
+    const size_t len = last_utf8_char(unstable, &cp);
+    if (len > 0 && unstable.size() - len > 0 && is_white_space(cp)) {
+      std::vector<uint32_t> re;
+      const uint8_t* u = reinterpret_cast<const uint8_t*>(unstable.data());
+      byte_pair_encode(u, unstable.size() - len, re);
+      byte_pair_encode(u + unstable.size() - len, len, re);
+      completions.insert(std::move(re));
+    }
+  }
+  return as_result();
+}
+
+}  // namespace crayon

@@ -1,0 +1,103 @@
+// The tiktoken-compatible engine: a cartridge holding a rank table, a split pattern and special
+// tokens, encoded and decoded with tiktoken 0.14's exact semantics.
+//
+//   text --special tokens (allowed set)--> segments and special ids
+//        segment --pre-tokenize (pattern scanner)--> pieces
+//        piece --whole piece in vocab? else BPE--> ids
+//   ids --token bytes--> bytes
+//
+// Immutable after construction; every method is safe to call from many threads at once.
+// Cartridge sections used (see docs/cartridge.md): TKHD, TOKO, TOKB, TOKK, BPE trie (BTBA/BTCH/BTVA),
+// special trie (STBA/STCH/STVA), SPID, and META (read by Python only).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "bpe.h"
+#include "cartridge.h"
+#include "pretokenize.h"
+#include "special_tokens.h"
+
+namespace crayon {
+
+enum class TokenKind : uint8_t { kAbsent = 0, kMergeable = 1, kSpecial = 2 };
+
+struct TiktokenSource {
+  std::vector<std::pair<std::string, uint32_t>> mergeable;  // token bytes -> rank (== id)
+  std::vector<std::pair<std::string, uint32_t>> specials;   // UTF-8 text -> id
+  SplitPattern pattern = SplitPattern::kNone;
+  std::string meta_json;  // stored verbatim in META
+};
+
+// Compiles a rank table into a cartridge image. Throws std::invalid_argument on bad input
+// (duplicate ids, ids out of range, empty tokens).
+std::string build_tiktoken_cartridge(const TiktokenSource& src);
+
+// The largest id space a cartridge may declare (ids are dense array indexes).
+constexpr uint32_t kMaxIds = 1u << 26;
+
+class TiktokenEngine {
+ public:
+  explicit TiktokenEngine(std::shared_ptr<const Cartridge> cartridge);
+
+  const Cartridge& cartridge() const { return *cartridge_; }
+  SplitPattern pattern() const { return pattern_; }
+  uint32_t n_ids() const { return bpe_.n_ids; }
+  uint32_t n_specials() const { return n_specials_; }
+  uint32_t special_id(uint32_t index) const { return special_ids_[index]; }
+  std::string_view meta_json() const;
+
+  // Token bytes of `id`; false when id is not a token.
+  bool token_bytes(uint32_t id, std::string_view* out) const;
+  TokenKind kind(uint32_t id) const {
+    return id < bpe_.n_ids ? static_cast<TokenKind>(kinds_[id]) : TokenKind::kAbsent;
+  }
+
+  // Ordinary encoding: the whole text is ordinary text.
+  void encode_ordinary(std::string_view text, std::vector<uint32_t>& out) const;
+  // Special tokens whose index has allowed[index] != 0 are encoded as themselves; everything else
+  // is ordinary text. Returns how many ids the last pre-token produced (0 when the text ends with
+  // a special token), which encode_with_unstable needs.
+  size_t encode(std::string_view text, const std::vector<uint8_t>& allowed, std::vector<uint32_t>& out) const;
+  // The first special token occurrence whose index is flagged in `set` (all when set is empty and
+  // all_specials is true).
+  SpecialMatch find_special(std::string_view text, const std::vector<uint8_t>& set) const;
+
+  // One piece, no pre-tokenization: the whole piece if it is a token, else BPE.
+  void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // BPE merge loop without the whole-piece shortcut (tiktoken's byte_pair_encode).
+  void byte_pair_encode(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+
+  // Appends the bytes of `ids` to out; on an unknown id returns false and sets *bad.
+  bool decode(const uint32_t* ids, size_t n, std::string& out, uint32_t* bad) const;
+
+  // Mergeable rank of exactly these bytes, else special id, else -1.
+  int64_t encode_single_token(std::string_view bytes) const;
+
+  // All mergeable token bytes, sorted bytewise (tiktoken's token_byte_values order).
+  std::vector<std::string_view> sorted_mergeable() const;
+  // Ids of every mergeable token whose bytes start with `prefix`.
+  void tokens_with_prefix(std::string_view prefix, std::vector<uint32_t>& out) const;
+
+  // tiktoken's encode_with_unstable: stable ids and the set of possible completions.
+  std::pair<std::vector<uint32_t>, std::vector<std::vector<uint32_t>>> encode_with_unstable(
+      std::string_view text, const std::vector<uint8_t>& allowed) const;
+
+ private:
+  void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const;
+
+  std::shared_ptr<const Cartridge> cartridge_;
+  SplitPattern pattern_ = SplitPattern::kNone;
+  BpeTables bpe_;
+  const uint8_t* kinds_ = nullptr;
+  SpecialTokenMatcher specials_;
+  const uint32_t* special_ids_ = nullptr;
+  uint32_t n_specials_ = 0;
+};
+
+}  // namespace crayon

@@ -1,0 +1,51 @@
+// UTF-8 decoding of one code point, for scanners that walk text a character at a time.
+//
+// Accepts exactly the well-formed sequences of Unicode Table 3-7 (no overlongs, no surrogates,
+// nothing above U+10FFFF). Anything else decodes as a one-byte character kInvalid, so a scanner
+// always advances and never reads past `end`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace crayon::utf8 {
+
+// Returned for a byte that does not start a well-formed sequence; it has no Unicode flags.
+inline constexpr uint32_t kInvalid = 0xFFFFFFFFu;
+
+struct Decoded {
+  uint32_t cp;   // code point, or kInvalid
+  uint32_t len;  // bytes consumed: 1..4, never 0
+};
+
+// Decodes the character at p; requires p < end.
+inline Decoded decode(const uint8_t* p, const uint8_t* end) {
+  const uint32_t b0 = p[0];
+  if (b0 < 0x80) return {b0, 1};
+  const size_t avail = static_cast<size_t>(end - p);
+  auto cont = [](uint32_t b) { return (b & 0xC0) == 0x80; };
+  if (b0 < 0xC2) return {kInvalid, 1};  // continuation byte or overlong 2-byte lead
+  if (b0 < 0xE0) {
+    if (avail < 2 || !cont(p[1])) return {kInvalid, 1};
+    return {((b0 & 0x1F) << 6) | (p[1] & 0x3Fu), 2};
+  }
+  if (b0 < 0xF0) {
+    if (avail < 3) return {kInvalid, 1};
+    const uint32_t b1 = p[1], b2 = p[2];
+    // E0 needs A0..BF (no overlongs); ED needs 80..9F (no surrogates).
+    const uint32_t lo = b0 == 0xE0 ? 0xA0 : 0x80, hi = b0 == 0xED ? 0x9F : 0xBF;
+    if (b1 < lo || b1 > hi || !cont(b2)) return {kInvalid, 1};
+    return {((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), 3};
+  }
+  if (b0 < 0xF5) {
+    if (avail < 4) return {kInvalid, 1};
+    const uint32_t b1 = p[1], b2 = p[2], b3 = p[3];
+    // F0 needs 90..BF (no overlongs); F4 needs 80..8F (nothing above U+10FFFF).
+    const uint32_t lo = b0 == 0xF0 ? 0x90 : 0x80, hi = b0 == 0xF4 ? 0x8F : 0xBF;
+    if (b1 < lo || b1 > hi || !cont(b2) || !cont(b3)) return {kInvalid, 1};
+    return {((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F), 4};
+  }
+  return {kInvalid, 1};
+}
+
+}  // namespace crayon::utf8
