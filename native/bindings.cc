@@ -245,8 +245,7 @@ PYBIND11_MODULE(_crayon, m) {
       .def("special_tokens", [](const Engine& e) {
         py::list out;
         for (uint32_t i = 0; i < e.n_specials(); ++i) {
-          std::string_view b;
-          e.token_bytes(e.special_id(i), &b);
+          std::string_view b = e.special_text(i);
           out.append(py::make_tuple(py::str(b.data(), b.size()), e.special_id(i)));
         }
         return out;

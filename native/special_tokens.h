@@ -31,6 +31,13 @@ class SpecialTokenMatcher {
 
   uint32_t count() const { return count_; }
 
+  // The index of the special token spelled exactly `s`, or -1.
+  int32_t exact(std::string_view s) const {
+    if (count_ == 0) return -1;
+    const int32_t v = trie_.find(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+    return (v >= 0 && static_cast<uint32_t>(v) < count_) ? v : -1;
+  }
+
   // The first special token occurrence at or after `from` whose index passes `accept(index)`.
   // Occurrences that fail `accept` are skipped by resuming the search one byte after their start,
   // as tiktoken does.

@@ -23,6 +23,8 @@ constexpr uint32_t kSTBA = fourcc("STBA");
 constexpr uint32_t kSTCH = fourcc("STCH");
 constexpr uint32_t kSTVA = fourcc("STVA");
 constexpr uint32_t kSPID = fourcc("SPID");
+constexpr uint32_t kSPTO = fourcc("SPTO");
+constexpr uint32_t kSPTB = fourcc("SPTB");
 
 constexpr uint32_t kEngineTiktoken = 1;
 
@@ -143,7 +145,15 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
     kinds[id] = static_cast<uint8_t>(k);
   };
   for (const auto& [bytes, id] : src.mergeable) place(bytes, id, TokenKind::kMergeable);
-  for (const auto& [text, id] : src.specials) place(text, id, TokenKind::kSpecial);
+  for (const auto& [text, id] : src.specials) {
+    // Two special tokens may share an id (o200k_harmony has <|endofprompt|> and
+    // <|reserved_200018|>); both encode to it and it decodes to the first, as in tiktoken.
+    if (kinds[id] == static_cast<uint8_t>(TokenKind::kSpecial)) continue;
+    if (kinds[id] == static_cast<uint8_t>(TokenKind::kMergeable)) {
+      throw std::invalid_argument("special token id " + std::to_string(id) + " is also a mergeable rank");
+    }
+    place(text, id, TokenKind::kSpecial);
+  }
 
   std::vector<uint32_t> offsets(n_ids + 1, 0);
   std::string blob;
@@ -164,9 +174,13 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
 
   std::vector<std::pair<std::string_view, int32_t>> special_keys;
   std::vector<uint32_t> special_ids;
+  std::vector<uint32_t> special_text_offsets{0};
+  std::string special_text;
   for (const auto& [text, id] : src.specials) {
     special_keys.emplace_back(text, static_cast<int32_t>(special_ids.size()));
     special_ids.push_back(id);
+    special_text += text;
+    special_text_offsets.push_back(static_cast<uint32_t>(special_text.size()));
   }
   const DoubleArrayData special_trie = build_double_array(special_keys);
 
@@ -186,13 +200,15 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   add_trie(w, kBTBA, kBTCH, kBTVA, bpe_trie);
   add_trie(w, kSTBA, kSTCH, kSTVA, special_trie);
   w.add_array(kSPID, special_ids, kSectionRequired);
+  w.add_array(kSPTO, special_text_offsets, kSectionRequired);
+  w.add(kSPTB, special_text, kSectionRequired);
   return w.finish();
 }
 
 TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : cartridge_(std::move(cartridge)) {
   const Cartridge& c = *cartridge_;
   static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTBA, kBTCH, kBTVA,
-                                    kSTBA, kSTCH, kSTVA, kSPID};
+                                    kSTBA, kSTCH, kSTVA, kSPID, kSPTO, kSPTB};
   for (const SectionInfo& s : c.sections()) {
     const bool known = std::find(std::begin(kKnown), std::end(kKnown), s.id) != std::end(kKnown);
     if (!known && (s.flags & kSectionRequired)) {
@@ -230,6 +246,12 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : car
   for (uint32_t i = 0; i < n_specials_; ++i) {
     if (special_ids_[i] >= h.n_ids) c.fail("special token id out of range");
   }
+  size_t n_spto;
+  special_text_offsets_ = c.array<uint32_t>(kSPTO, &n_spto);
+  const std::string_view sptb = c.bytes(kSPTB);
+  special_text_ = sptb.data();
+  special_text_size_ = sptb.size();
+  if (n_spto != uint64_t{n_specials_} + 1) c.fail("SPTO does not have n_specials + 1 entries");
   specials_ = SpecialTokenMatcher(load_trie(c, kSTBA, kSTCH, kSTVA), n_specials_);
 }
 
@@ -315,11 +337,15 @@ bool TiktokenEngine::decode(const uint32_t* ids, size_t n, std::string& out, uin
 int64_t TiktokenEngine::encode_single_token(std::string_view bytes) const {
   const int32_t r = token_rank(bpe_, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   if (r >= 0 && kinds_[r] == static_cast<uint8_t>(TokenKind::kMergeable)) return r;
-  for (uint32_t i = 0; i < n_specials_; ++i) {
-    std::string_view b;
-    if (token_bytes(special_ids_[i], &b) && b == bytes) return special_ids_[i];
-  }
-  return -1;
+  const int32_t index = specials_.exact(bytes);
+  return index >= 0 ? int64_t{special_ids_[index]} : -1;
+}
+
+std::string_view TiktokenEngine::special_text(uint32_t index) const {
+  const uint32_t a = special_text_offsets_[index];
+  const uint32_t b = special_text_offsets_[index + 1];
+  if (a > b || b > special_text_size_) return std::string_view();
+  return std::string_view(special_text_ + a, b - a);
 }
 
 std::vector<std::string_view> TiktokenEngine::sorted_mergeable() const {

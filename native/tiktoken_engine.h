@@ -8,7 +8,7 @@
 //
 // Immutable after construction; every method is safe to call from many threads at once.
 // Cartridge sections used (see docs/cartridge.md): TKHD, TOKO, TOKB, TOKK, BPE trie (BTBA/BTCH/BTVA),
-// special trie (STBA/STCH/STVA), SPID, and META (read by Python only).
+// special trie (STBA/STCH/STVA), SPID, SPTO/SPTB, and META (read by Python only).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +50,8 @@ class TiktokenEngine {
   uint32_t n_ids() const { return bpe_.n_ids; }
   uint32_t n_specials() const { return n_specials_; }
   uint32_t special_id(uint32_t index) const { return special_ids_[index]; }
+  // The text of special token `index` (several specials may share one id).
+  std::string_view special_text(uint32_t index) const;
   std::string_view meta_json() const;
 
   // Token bytes of `id`; false when id is not a token.
@@ -98,6 +100,9 @@ class TiktokenEngine {
   SpecialTokenMatcher specials_;
   const uint32_t* special_ids_ = nullptr;
   uint32_t n_specials_ = 0;
+  const uint32_t* special_text_offsets_ = nullptr;
+  const char* special_text_ = nullptr;
+  size_t special_text_size_ = 0;
 };
 
 }  // namespace crayon

@@ -140,18 +140,19 @@ ATOMS = [
     "😀", "👍🏽", "\u200d", "\u200b", "\ufeff", "\x00", "\x7f", "\U0001e900",
 ]
 
+EXAMPLES = int(os.environ.get("CRAYON_PRETOKENIZE_EXAMPLES", "400"))
 texts = st.lists(st.sampled_from(ATOMS), max_size=24).map("".join).filter(lambda s: len(s) <= 48)
 
 
 @pytest.mark.parametrize("pattern", PATTERN_NAMES)
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(s=texts)
 def test_hypothesis_atoms(pattern, s):
     assert_same(pattern, [s])
 
 
 @pytest.mark.parametrize("pattern", PATTERN_NAMES)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=EXAMPLES // 2, deadline=None)
 @given(s=st.text(st.characters(exclude_categories=["Cs"]), max_size=24))
 def test_hypothesis_any_text(pattern, s):
     assert_same(pattern, [s])
@@ -210,6 +211,8 @@ def _slices(path: Path, count: int, rng: random.Random) -> list[str]:
     return out
 
 
+# Environment knobs for a longer run: CRAYON_PRETOKENIZE_SLICES (per corpus file and pattern) and
+# CRAYON_PRETOKENIZE_EXAMPLES (hypothesis examples per pattern).
 SLICES_PER_FILE = int(os.environ.get("CRAYON_PRETOKENIZE_SLICES", "400"))
 
 

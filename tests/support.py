@@ -1,0 +1,114 @@
+"""Shared helpers: the real references (built offline) and the shared vocabularies and corpora.
+
+Tests that need ../shared skip with a reason when it is absent (a user's checkout), but
+CRAYON_REQUIRE_SHARED=1 (set by .ci/run) turns that skip into a failure, so parity tests can never
+skip silently in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CRAYON_SHARED", ROOT.parent / "shared"))
+VOCAB = SHARED / "vocab"
+CORPORA = SHARED / "corpora"
+
+# CI-sized by default; `pytest -m full` runs whole corpora.
+SAMPLE_BYTES = 256 * 1024
+
+TIKTOKEN_VOCABS = ["r50k_base", "cl100k_base", "o200k_base", "llama3"]
+
+
+def require_shared(path: Path) -> Path:
+    if not path.exists():
+        reason = f"shared test data not found at {path}"
+        if os.environ.get("CRAYON_REQUIRE_SHARED") == "1":
+            pytest.fail(f"{reason} (CRAYON_REQUIRE_SHARED=1)")
+        pytest.skip(reason)
+    return path
+
+
+def require_module(name: str):
+    try:
+        return __import__(name)
+    except ImportError:
+        if os.environ.get("CRAYON_REQUIRE_SHARED") == "1":
+            pytest.fail(f"reference library {name!r} is not installed (CRAYON_REQUIRE_SHARED=1)")
+        pytest.skip(f"reference library {name!r} is not installed")
+
+
+def corpus_files() -> list[Path]:
+    require_shared(CORPORA)
+    return sorted(p for p in CORPORA.glob("*.txt"))
+
+
+def corpus_text(path: Path, limit: int | None = SAMPLE_BYTES) -> str:
+    data = path.read_bytes()
+    if limit is not None and len(data) > limit:
+        data = data[:limit]
+    return data.decode("utf-8", errors="ignore")
+
+
+def short_docs(limit: int | None = 2000) -> list[str]:
+    import json
+
+    path = require_shared(CORPORA / "short_docs.jsonl")
+    docs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            docs.append(json.loads(line)["text"])
+            if limit is not None and len(docs) >= limit:
+                break
+    return docs
+
+
+def random_slices(text: str, count: int, seed: int, max_len: int = 300) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        a = rng.randrange(len(text))
+        out.append(text[a : a + rng.randint(1, max_len)])
+    return out
+
+
+_REFERENCES: dict[str, object] = {}
+_OURS: dict[str, object] = {}
+
+
+def reference_encoding(name: str):
+    """The real tiktoken Encoding, built offline from ../shared/vocab/tiktoken."""
+    if name in _REFERENCES:
+        return _REFERENCES[name]
+    tiktoken = require_module("tiktoken")
+    import tiktoken.load
+
+    from crayon_hf.tiktoken._encodings import KNOWN_ENCODINGS
+
+    known = KNOWN_ENCODINGS[name]
+    ranks = tiktoken.load.load_tiktoken_bpe(str(require_shared(VOCAB / "tiktoken" / f"{known.rank_file}.tiktoken")))
+    enc = tiktoken.Encoding(name, pat_str=known.pat_str, mergeable_ranks=ranks, special_tokens=known.special_tokens)
+    _REFERENCES[name] = enc
+    return enc
+
+
+def our_encoding(name: str):
+    """Ours: bundled encodings through get_encoding, Llama 3 through its rank file."""
+    if name in _OURS:
+        return _OURS[name]
+    import crayon_hf.tiktoken as tk
+    from crayon_hf.tiktoken._encodings import BUNDLED, KNOWN_ENCODINGS
+
+    if name in BUNDLED:
+        enc = tk.get_encoding(name)
+    else:
+        known = KNOWN_ENCODINGS[name]
+        ranks = tk.load.load_tiktoken_bpe(str(require_shared(VOCAB / "tiktoken" / f"{known.rank_file}.tiktoken")))
+        enc = tk.Encoding(name, pat_str=known.pat_str, mergeable_ranks=ranks, special_tokens=known.special_tokens)
+    _OURS[name] = enc
+    return enc
+
