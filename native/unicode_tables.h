@@ -1,7 +1,7 @@
 // GENERATED FILE - DO NOT EDIT. Regenerate with: python tools/gen_unicode_tables.py
 //
-// Character classes for the pre-tokenizer scanners, probed from tiktoken 0.14.0's regex engine
-// (fancy-regex / regex crate) over every code point and cross-checked against unicodedata2
+// Character classes for the pre-tokenizer scanners, probed from tiktoken's regex engine (fancy-regex
+// and the regex crate; tiktoken 0.14.x) over every code point and cross-checked against unicodedata2
 // (Unicode 16.0.0). Surrogates and values above U+10FFFF have no flags.
 //
 // Lookup: flags(cp) = kStage2[(kStage1[cp >> 8] << 8) + (cp & 255)], with an ASCII table in

@@ -23,6 +23,7 @@ from pathlib import Path
 HEADER = Path(__file__).resolve().parent.parent / "native" / "unicode_tables.h"
 MAX_CP = 0x110000
 EXPECTED_UNICODE = "16.0.0"
+TIKTOKEN_SERIES = "0.14"  # the reference this project pins; its regex crates use Unicode 16.0
 
 # Flag bits of one code point. Categories are mutually exclusive in Unicode, so the byte also
 # encodes each letter subcategory: Lu = L&U&~W&~LT, Lt = LT, Ll = L&W&~U, Lm = LM, Lo = L&U&W&~LM.
@@ -103,6 +104,10 @@ def reference_sets(cps: list[int]) -> dict[str, set[int]]:
 def build() -> str:
     import tiktoken
 
+    if not tiktoken.__version__.startswith(TIKTOKEN_SERIES + "."):
+        print(f"warning: probing tiktoken {tiktoken.__version__}, tables were made with"
+              f" {TIKTOKEN_SERIES}.x; a difference will show as a cross-check failure",
+              file=sys.stderr)
     cps = all_code_points()
     text = "".join(map(chr, cps))
     ref = reference_sets(cps)
@@ -155,7 +160,7 @@ def build() -> str:
     for c in range(0xD800, 0xE000):
         assert flags[c] == 0
 
-    return render(flags, fold_extra, tiktoken.__version__)
+    return render(flags, fold_extra)
 
 
 def two_stage(flags: list[int], shift: int) -> tuple[list[int], list[bytes]]:
@@ -172,7 +177,7 @@ def two_stage(flags: list[int], shift: int) -> tuple[list[int], list[bytes]]:
     return stage1, order
 
 
-def render(flags: list[int], fold_extra: list[tuple[int, str]], tiktoken_version: str) -> str:
+def render(flags: list[int], fold_extra: list[tuple[int, str]]) -> str:
     # Pick the block size that makes the two tables smallest (stage1 entries are uint16).
     best = min(range(5, 10), key=lambda s: (lambda t: 2 * len(t[0]) + len(t[1]) * (1 << s))(
         two_stage(flags, s)))
@@ -191,8 +196,8 @@ def render(flags: list[int], fold_extra: list[tuple[int, str]], tiktoken_version
     return f"""\
 // GENERATED FILE - DO NOT EDIT. Regenerate with: python tools/gen_unicode_tables.py
 //
-// Character classes for the pre-tokenizer scanners, probed from tiktoken {tiktoken_version}'s regex engine
-// (fancy-regex / regex crate) over every code point and cross-checked against unicodedata2
+// Character classes for the pre-tokenizer scanners, probed from tiktoken's regex engine (fancy-regex
+// and the regex crate; tiktoken {TIKTOKEN_SERIES}.x) over every code point and cross-checked against unicodedata2
 // (Unicode {EXPECTED_UNICODE}). Surrogates and values above U+10FFFF have no flags.
 //
 // Lookup: flags(cp) = kStage2[(kStage1[cp >> {best}] << {best}) + (cp & {(1 << best) - 1})], with an ASCII table in

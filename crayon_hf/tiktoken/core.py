@@ -275,7 +275,10 @@ class Encoding:
         """
         if isinstance(text_or_bytes, str):
             text_or_bytes = text_or_bytes.encode("utf-8")
-        return self._engine.encode_single_token(text_or_bytes)
+        token = self._engine.encode_single_token(text_or_bytes)
+        if token < 0:
+            raise KeyError(text_or_bytes)
+        return token
 
     # ====================
     # Decoding

@@ -1,0 +1,272 @@
+// The backtracking BPE encoder; the reasoning is in bpe_backtrack.h.
+//
+// Performance notes:
+// * Candidates at a position come from one trie walk that collects every usable prefix token
+//   (shortest first) and is then tried longest first. rust-gems keeps a "next shorter prefix"
+//   table per token instead; the walk costs the same as the longest-match search it replaces,
+//   and it saves a cartridge section.
+// * The pair replay (bpe_pair_is_valid) makes one pair-table probe per state, at most about
+//   two per byte of the shorter token, usually one or two in all: most adjacent pairs have no
+//   merge across the boundary at all.
+// * Split computation runs a quadratic merge loop on each token's bytes, written out here rather
+//   than calling bpe_encode_heap, because it must also report the *last* merge. Tokens are short
+//   (longest real token: a few hundred bytes), and the whole table builds in a fraction of a
+//   second. The test checks its reachability verdict against bpe_encode_heap token by token.
+#include "bpe_backtrack.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace crayon {
+
+namespace {
+
+constexpr uint32_t kNo = BpeSplits::kNoSplit;
+
+// Bytes of id `id`, or false when token_offsets do not describe a range inside token_bytes.
+bool token_span(const BpeTables& t, uint32_t id, const uint8_t** p, uint32_t* len) {
+  const uint32_t a = t.token_offsets[id];
+  const uint32_t b = t.token_offsets[id + 1];
+  if (a > b || b > t.token_bytes_size) return false;
+  *p = t.token_bytes + a;
+  *len = b - a;
+  return true;
+}
+
+// Working arrays of split_one, reused across tokens.
+struct MergeState {
+  std::vector<uint32_t> start;  // start offset of each part, then len
+  std::vector<uint32_t> id;     // token of each part
+  std::vector<int64_t> pair;    // rank of part k merged with part k + 1, or kNone
+};
+constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+
+// Runs BPE (lowest rank, leftmost on ties: bpe_encode_heap's rule) on s[0, len), len >= 2.
+// Returns true when it ends in a single part, with that final merge in *l, *r; false when it
+// ends in two or more parts (or a byte has no token).
+bool split_one(const BpeTables& t, const uint8_t* s, uint32_t len, MergeState& m, uint32_t* l, uint32_t* r) {
+  m.start.clear();
+  m.id.clear();
+  for (uint32_t i = 0; i < len; ++i) {
+    const int32_t br = t.byte_rank[s[i]];
+    if (br < 0) return false;
+    m.start.push_back(i);
+    m.id.push_back(static_cast<uint32_t>(br));
+  }
+  m.start.push_back(len);
+  auto pair_rank = [&](size_t k) -> int64_t {
+    const int32_t rank = token_rank(t, s + m.start[k], m.start[k + 2] - m.start[k]);
+    return rank < 0 ? kNone : rank;
+  };
+  m.pair.clear();
+  for (size_t k = 0; k + 1 < len; ++k) m.pair.push_back(pair_rank(k));
+  while (m.id.size() > 1) {
+    const size_t best = static_cast<size_t>(std::min_element(m.pair.begin(), m.pair.end()) - m.pair.begin());
+    if (m.pair[best] == kNone) return false;  // min_element returns the leftmost minimum
+    *l = m.id[best];
+    *r = m.id[best + 1];
+    m.id[best] = static_cast<uint32_t>(m.pair[best]);
+    m.id.erase(m.id.begin() + best + 1);
+    m.start.erase(m.start.begin() + best + 1);
+    m.pair.erase(m.pair.begin() + best);
+    // Only the pairs touching the merged part changed.
+    if (best > 0) m.pair[best - 1] = pair_rank(best - 1);
+    if (best < m.pair.size()) m.pair[best] = pair_rank(best);
+  }
+  return true;
+}
+
+bool bit(const std::vector<uint64_t>& b, size_t i) { return (b[i >> 6] >> (i & 63)) & 1; }
+
+}  // namespace
+
+BpeSplits compute_bpe_splits(const BpeTables& t) {
+  BpeSplits s;
+  s.left.assign(t.n_ids, kNo);
+  s.right.assign(t.n_ids, kNo);
+  MergeState m;
+  for (uint32_t id = 0; id < t.n_ids; ++id) {
+    const uint8_t* p;
+    uint32_t len;
+    if (!token_span(t, id, &p, &len) || len == 0) continue;
+    if (token_rank(t, p, len) != static_cast<int32_t>(id)) continue;  // not a mergeable token
+    if (len == 1) {
+      s.left[id] = s.right[id] = id;
+      ++s.n_usable;
+      continue;
+    }
+    uint32_t l, r;
+    if (!split_one(t, p, len, m, &l, &r)) {
+      ++s.n_unreachable;
+      continue;
+    }
+    s.left[id] = l;
+    s.right[id] = r;
+    ++s.n_usable;
+  }
+  // Precondition P: children of a merge are bytes or have smaller ids. The children were
+  // produced by the merge loop, so they are usable, and their split entries are final now.
+  for (uint32_t id = 0; id < t.n_ids; ++id) {
+    const uint32_t l = s.left[id], r = s.right[id];
+    if (l == kNo || l == id) continue;
+    const bool l_ok = s.left[l] == l || l < id;
+    const bool r_ok = s.left[r] == r || r < id;
+    if (!l_ok || !r_ok) {
+      if (s.n_order_violations++ == 0) s.first_violation = id;
+    }
+  }
+  s.applicable = s.n_order_violations == 0 && t.n_ids > 0;
+  return s;
+}
+
+bool validate_bpe_splits(const BpeTables& t, const uint32_t* left, const uint32_t* right) {
+  if (left == nullptr || right == nullptr) return false;
+  for (uint32_t id = 0; id < t.n_ids; ++id) {
+    const uint32_t l = left[id], r = right[id];
+    const uint8_t* p;
+    uint32_t len;
+    if (!token_span(t, id, &p, &len)) return false;
+    if (l == kNo && r == kNo) continue;
+    if (l == id && r == id) {
+      if (len != 1) return false;
+      continue;
+    }
+    if (l >= t.n_ids || r >= t.n_ids) return false;
+    if (left[l] == kNo || left[r] == kNo) return false;  // children must be usable
+    const uint8_t* lp;
+    const uint8_t* rp;
+    uint32_t ll, rl;
+    if (!token_span(t, l, &lp, &ll) || !token_span(t, r, &rp, &rl)) return false;
+    if (ll == 0 || rl == 0 || uint64_t{ll} + rl != len) return false;
+  }
+  return true;
+}
+
+std::vector<PairEntry> build_pair_table(const BpeSplits& s) {
+  const uint32_t n = static_cast<uint32_t>(s.left.size());
+  uint64_t count = 0;
+  for (uint32_t id = 0; id < n; ++id) count += s.left[id] != kNo && s.left[id] != id;
+  uint64_t cap = 1;
+  while (cap * 3 < count * 4 || cap <= count) cap <<= 1;
+  std::vector<PairEntry> table(cap, PairEntry{kEmptyKey, 0, 0});
+  const uint64_t mask = cap - 1;
+  for (uint32_t id = 0; id < n; ++id) {
+    const uint32_t l = s.left[id];
+    if (l == kNo || l == id) continue;
+    const uint64_t key = pair_key(l, s.right[id]);
+    for (uint64_t i = pair_hash(key) & mask;; i = (i + 1) & mask) {
+      if (table[i].key == key) break;  // cannot happen for a real vocabulary; keep the first
+      if (table[i].key == kEmptyKey) {
+        table[i] = PairEntry{key, id, 0};
+        break;
+      }
+    }
+  }
+  return table;
+}
+
+bool validate_pair_table(uint32_t capacity) { return (capacity & (capacity - 1)) == 0; }
+
+bool bpe_pair_is_valid(const BpeTables& t, const BacktrackTables& bt, uint32_t a, uint32_t b) {
+  // State: a is the part just left of the boundary, b the part just right. A merge across the
+  // boundary into c happens iff c < limit, limit being the rank of the merge that ended the
+  // state (infinite for the final state). Undo the later of the two spine merges each step.
+  uint64_t limit = std::numeric_limits<uint64_t>::max();
+  const uint32_t n_ids = t.n_ids;
+  // Each undo shortens a or b by a byte at least; the cap only matters for damaged tables.
+  for (int steps = 0; steps < 1 << 16; ++steps) {
+    const uint32_t c = bt.pairs.find(a, b);
+    if (c != kNo && c < limit) return false;
+    const uint32_t ar = bt.split_right[a];
+    const uint32_t bl = bt.split_left[b];
+    const bool a_leaf = ar == a;
+    const bool b_leaf = bl == b;
+    if (a_leaf && b_leaf) return true;
+    if (!a_leaf && (b_leaf || a > b)) {
+      // a's merge is later. Its left child is left of the boundary pair, so on a tie of ranks
+      // a's merge goes first: crossing only for c < a.
+      limit = a;
+      a = ar;
+      if (a >= n_ids) return false;
+    } else {
+      // b's merge is later (on equal ids the right one is later). A crossing pair starts left
+      // of b's merge, so it wins ties: crossing for c <= b.
+      limit = uint64_t{b} + 1;
+      b = bl;
+      if (b >= n_ids) return false;
+    }
+  }
+  return false;
+}
+
+void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const uint8_t* piece, size_t n,
+                          std::vector<uint32_t>& out, BacktrackScratch& sc) {
+  if (bt.split_left == nullptr || bt.split_right == nullptr) {
+    bpe_encode_heap(t, piece, n, out);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (t.byte_rank[piece[i]] < 0) throw BpeError(piece[i]);
+  }
+  if (n == 1) {
+    out.push_back(static_cast<uint32_t>(t.byte_rank[piece[0]]));
+    return;
+  }
+  const uint32_t n_ids = t.n_ids;
+  const size_t base = out.size();
+  sc.dead_end_free.assign((n >> 6) + 1, ~uint64_t{0});
+  sc.lens.clear();
+
+  size_t pos = 0;
+  size_t cap = n + 1;  // candidates must be shorter than cap (set when backtracking into pos)
+  while (pos < n) {
+    // Usable prefix tokens of piece[pos, ...), shortest first.
+    sc.cand_len.clear();
+    sc.cand_id.clear();
+    const size_t limit = std::min(n - pos, cap - 1);
+    int32_t node = DoubleArrayView::kRoot;
+    for (size_t i = 0; i < limit; ++i) {
+      node = t.trie.child(node, piece[pos + i]);
+      if (node < 0) break;
+      const int32_t v = t.trie.value_at(node);
+      if (v >= 0 && static_cast<uint32_t>(v) < n_ids && bt.split_left[v] != kNo) {
+        sc.cand_len.push_back(static_cast<uint32_t>(i + 1));
+        sc.cand_id.push_back(static_cast<uint32_t>(v));
+      }
+    }
+    bool pushed = false;
+    for (size_t k = sc.cand_len.size(); k-- > 0;) {
+      const size_t end = pos + sc.cand_len[k];
+      const uint32_t id = sc.cand_id[k];
+      if (!bit(sc.dead_end_free, end)) continue;
+      if (out.size() > base && !bpe_pair_is_valid(t, bt, out.back(), id)) continue;
+      out.push_back(id);
+      sc.lens.push_back(sc.cand_len[k]);
+      pos = end;
+      cap = n + 1;
+      pushed = true;
+      break;
+    }
+    if (pushed) continue;
+    if (out.size() == base) {
+      // No valid encoding exists, which only damaged tables can cause. Give the right answer.
+      bpe_encode_heap(t, piece, n, out);
+      return;
+    }
+    // The encoding of piece[0, pos) has no valid continuation: remember, and retry the previous
+    // position with its next shorter candidate.
+    sc.dead_end_free[pos >> 6] &= ~(uint64_t{1} << (pos & 63));
+    cap = sc.lens.back();
+    pos -= cap;
+    sc.lens.pop_back();
+    out.pop_back();
+  }
+}
+
+void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const uint8_t* piece, size_t n,
+                          std::vector<uint32_t>& out) {
+  thread_local BacktrackScratch scratch;
+  bpe_encode_backtrack(t, bt, piece, n, out, scratch);
+}
+
+}  // namespace crayon

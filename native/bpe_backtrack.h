@@ -1,0 +1,169 @@
+// Linear-time exact BPE: the backtracking encoder (after github/rust-gems, crates/bpe).
+//
+//   build time:  BpeTables --compute_bpe_splits--> BpeSplits {left[], right[], applicable}
+//                                  |                     (two u32 arrays, n_ids entries each)
+//                                  +--build_pair_table--> PairEntry[capacity]  (open addressing)
+//                                                         both stored as cartridge sections
+//   encode time: piece bytes --trie longest prefix, backtrack on invalid pairs--> ids
+//
+// Why it is exact. Write BPE(s) for bpe_encode_heap's output on bytes s.
+//  (1) Restriction. Once a part covering span S exists, every merge that happened inside S
+//      happened in the same order as in BPE(S) alone: the heap always takes the global minimum
+//      (rank, start), and restricted to S that is the minimum among S's own pairs. Hence every
+//      token ever formed is formed by the last merge of BPE(its own bytes): its "split". A token
+//      with BPE(bytes) != [token] is *unreachable*: it never appears in any output.
+//  (2) Precondition P (checked at build time, see BpeSplits::applicable): for every reachable
+//      multi-byte token t with split (l, r), each of l and r is a single byte or has a smaller id
+//      than t. Under P a run performs its merges in increasing rank order (a later, smaller
+//      merge would need a child created later still, and so on down to bytes, which exist from
+//      the start). So the state at the boundary between two adjacent outputs t1 t2 walks down
+//      the right spine of t1's split tree and the left spine of t2's, and is_valid_pair replays
+//      it backwards, asking at each state whether the pair across the boundary would merge
+//      before the merge that ended that state. Only the *earliest* such crossing matters, and
+//      by (1) it is the split of the token it forms, so a lookup of canonical splits suffices.
+//      Ties (same rank) go to the leftmost pair, hence limit = t1 vs limit = t2 + 1.
+//  (3) A sequence of reachable tokens whose adjacent pairs are all valid is exactly BPE of its
+//      bytes (pairwise validity composes, README "Corollary III"), and BPE is unique. So the
+//      encoder searches for any such sequence: greedy longest prefix, on an invalid pair try
+//      the next shorter prefix token, and when none is left pop the previous token. The prefix
+//      ending at a given position has only one valid encoding, so a position once found to be
+//      a dead end stays one: a bitfield records it, and each position is entered at most once.
+//      Work is O(n * max_token_len) trie steps in the worst case, linear in practice.
+//
+// Precondition status, measured by tests/native/test_bpe_backtrack.cc: see the report at the
+// top of that file. Where P does not hold, use bpe_encode_heap.
+//
+// Bounds: compute_bpe_splits and build_pair_table check their input. bpe_encode_backtrack reads
+// split tables and the pair table only at ids it has checked against n_ids and slots it has
+// masked by capacity - 1, so damaged tables give wrong ids, never out-of-range reads; if the
+// search finds no valid encoding (only possible with damaged tables) it falls back to
+// bpe_encode_heap. validate_bpe_splits lets a loader reject damaged split tables up front.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "bpe.h"
+
+namespace crayon {
+
+// Split tables, indexed by id (n_ids entries each). For each id t exactly one of:
+//   left[t] == right[t] == t           t is a single byte (a leaf of every merge tree);
+//   left[t] == right[t] == kNoSplit    t is unusable: no mergeable token has this id (absent,
+//                                      special, or shadowed in the trie), or it is unreachable;
+//   otherwise                          t is reachable, formed by merging left[t] then right[t]
+//                                      (both < n_ids, byte lengths adding up to t's).
+struct BpeSplits {
+  static constexpr uint32_t kNoSplit = 0xFFFFFFFFu;
+  std::vector<uint32_t> left;
+  std::vector<uint32_t> right;
+  uint32_t n_usable = 0;       // ids usable as output tokens (leaves + reachable merges)
+  uint32_t n_unreachable = 0;  // mergeable tokens with BPE(bytes) != [token]
+  uint32_t n_order_violations = 0;  // reachable tokens breaking precondition P
+  uint32_t first_violation = kNoSplit;  // smallest such id, for reports
+  // True iff precondition P holds: bpe_encode_backtrack then equals bpe_encode_heap.
+  bool applicable = false;
+};
+
+// Computes the split tables for every id below t.n_ids by running BPE on each token's bytes.
+// O(sum of len^2) over tokens; tokens are short.
+BpeSplits compute_bpe_splits(const BpeTables& t);
+
+// Checks split tables read from a cartridge: every entry is a leaf (a one-byte token), kNoSplit,
+// or a pair of ids < n_ids whose byte lengths add up to the token's. Guarantees the pair replay
+// terminates. O(n_ids).
+bool validate_bpe_splits(const BpeTables& t, const uint32_t* left, const uint32_t* right);
+
+// Pair table: (left id, right id) -> the id of the token whose split it is. Stored as a plain
+// array (a cartridge section): `capacity` entries, a power of two; key = left << 32 | right;
+// an empty slot has key kEmptyKey; linear probing from slot pair_hash(key) & (capacity - 1).
+// The table always keeps at least one empty slot, so a probe for a missing key stops.
+struct PairEntry {
+  uint64_t key;
+  uint32_t value;
+  uint32_t reserved;  // zero; pads the entry to 16 bytes so arrays stay 8-byte aligned
+};
+static_assert(sizeof(PairEntry) == 16, "PairEntry is stored in cartridges as 16 bytes");
+
+constexpr uint64_t kEmptyKey = ~uint64_t{0};
+
+inline uint64_t pair_key(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
+
+// A fixed mixing function (part of the stored format: changing it invalidates cartridges).
+inline uint64_t pair_hash(uint64_t key) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdull;
+  key ^= key >> 33;
+  return key;
+}
+
+// Builds the pair table of the reachable merges in `s`. Load factor at most 3/4 (at least one
+// empty slot always).
+std::vector<PairEntry> build_pair_table(const BpeSplits& s);
+
+class PairTableView {
+ public:
+  PairTableView() = default;
+  // capacity must be a power of two (validate_pair_table checks it); 0 means an empty table.
+  PairTableView(const PairEntry* entries, uint32_t capacity) : entries_(entries), capacity_(capacity) {}
+  explicit PairTableView(const std::vector<PairEntry>& v)
+      : PairTableView(v.data(), static_cast<uint32_t>(v.size())) {}
+
+  // The merged id for (a, b), or BpeSplits::kNoSplit. Probes at most `capacity` slots, so it
+  // stops even on a damaged table with no empty slot.
+  uint32_t find(uint32_t a, uint32_t b) const {
+    if (capacity_ == 0) return BpeSplits::kNoSplit;
+    const uint64_t key = pair_key(a, b);
+    const uint32_t mask = capacity_ - 1;
+    uint32_t i = static_cast<uint32_t>(pair_hash(key)) & mask;
+    for (uint32_t probes = 0; probes < capacity_; ++probes, i = (i + 1) & mask) {
+      const PairEntry& e = entries_[i];
+      if (e.key == key) return e.value;
+      if (e.key == kEmptyKey) break;
+    }
+    return BpeSplits::kNoSplit;
+  }
+
+  uint32_t capacity() const { return capacity_; }
+
+ private:
+  const PairEntry* entries_ = nullptr;
+  uint32_t capacity_ = 0;
+};
+
+// True when capacity is 0 or a power of two (what PairTableView needs to stay in bounds).
+bool validate_pair_table(uint32_t capacity);
+
+// Everything the backtracking encoder reads besides BpeTables. Borrowed pointers (e.g. into a
+// cartridge mmap). BpeTables::split_left/split_right are not used.
+struct BacktrackTables {
+  const uint32_t* split_left = nullptr;   // n_ids entries, as BpeSplits::left
+  const uint32_t* split_right = nullptr;  // n_ids entries, as BpeSplits::right
+  PairTableView pairs;
+};
+
+// Per-call working memory. Keep one per thread (e.g. thread_local) so short pieces allocate
+// nothing; it only grows, to O(longest piece) bytes.
+struct BacktrackScratch {
+  std::vector<uint64_t> dead_end_free;  // bit p set: position p is not known to be a dead end
+  std::vector<uint32_t> lens;           // byte length of each token on the stack
+  std::vector<uint32_t> cand_len;       // prefix-token candidates at the current position
+  std::vector<uint32_t> cand_id;
+};
+
+// Whether (a, b) can be adjacent in a BPE output: BPE(bytes(a) + bytes(b)) == [a, b]. Both must
+// be usable ids < n_ids. Exposed for tests.
+bool bpe_pair_is_valid(const BpeTables& t, const BacktrackTables& bt, uint32_t a, uint32_t b);
+
+// Appends the BPE encoding of piece[0, n) to out (n >= 1), identical to bpe_encode_heap when the
+// tables came from compute_bpe_splits with applicable == true. Throws BpeError as
+// bpe_encode_heap does (the first byte of the piece that has no token).
+void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const uint8_t* piece, size_t n,
+                          std::vector<uint32_t>& out, BacktrackScratch& scratch);
+
+// Convenience overload using a thread_local scratch.
+void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const uint8_t* piece, size_t n,
+                          std::vector<uint32_t>& out);
+
+}  // namespace crayon
