@@ -95,7 +95,7 @@ BpeSplits compute_bpe_splits(const BpeTables& t) {
       ++s.n_usable;
       continue;
     }
-    uint32_t l, r;
+    uint32_t l = kNo, r = kNo;
     if (!split_one(t, p, len, m, &l, &r)) {
       ++s.n_unreachable;
       continue;
