@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "bpe_backtrack.h"
 #include "double_array.h"
 
 namespace crayon {
@@ -24,6 +25,11 @@ constexpr uint32_t kSTCH = fourcc("STCH");
 constexpr uint32_t kSTVA = fourcc("STVA");
 constexpr uint32_t kSPID = fourcc("SPID");
 constexpr uint32_t kSPTO = fourcc("SPTO");
+// Backtracking-encoder tables (optional: without them the engine uses the heap encoder).
+constexpr uint32_t kBSPL = fourcc("BSPL");
+constexpr uint32_t kBSPR = fourcc("BSPR");
+constexpr uint32_t kBSLW = fourcc("BSLW");
+constexpr uint32_t kBPAR = fourcc("BPAR");
 constexpr uint32_t kSPTB = fourcc("SPTB");
 
 constexpr uint32_t kEngineTiktoken = 1;
@@ -172,6 +178,17 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   for (const auto& [bytes, id] : src.mergeable) keys.emplace_back(bytes, static_cast<int32_t>(id));
   const DoubleArrayData bpe_trie = build_double_array(keys);
 
+  // The backtracking encoder's tables: each token's merge split and the pair -> token table.
+  BpeTables tables;
+  tables.trie = DoubleArrayView(bpe_trie);
+  tables.token_offsets = offsets.data();
+  tables.token_bytes = reinterpret_cast<const uint8_t*>(blob.data());
+  tables.token_bytes_size = blob.size();
+  tables.n_ids = n_ids;
+  fill_byte_ranks(tables);
+  const BpeSplits splits = compute_bpe_splits(tables);
+  const std::vector<PairEntry> pairs = build_pair_table(splits);
+
   std::vector<std::pair<std::string_view, int32_t>> special_keys;
   std::vector<uint32_t> special_ids;
   std::vector<uint32_t> special_text_offsets{0};
@@ -202,13 +219,18 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   w.add_array(kSPID, special_ids, kSectionRequired);
   w.add_array(kSPTO, special_text_offsets, kSectionRequired);
   w.add(kSPTB, special_text, kSectionRequired);
+  w.add_array(kBSPL, splits.left);
+  w.add_array(kBSPR, splits.right);
+  if (!splits.slow.empty()) w.add_array(kBSLW, splits.slow);
+  w.add_array(kBPAR, pairs);
   return w.finish();
 }
 
 TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : cartridge_(std::move(cartridge)) {
   const Cartridge& c = *cartridge_;
   static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTBA, kBTCH, kBTVA,
-                                    kSTBA, kSTCH, kSTVA, kSPID, kSPTO, kSPTB};
+                                    kSTBA, kSTCH, kSTVA, kSPID, kSPTO, kSPTB,
+                                    kBSPL, kBSPR, kBSLW, kBPAR};
   for (const SectionInfo& s : c.sections()) {
     const bool known = std::find(std::begin(kKnown), std::end(kKnown), s.id) != std::end(kKnown);
     if (!known && (s.flags & kSectionRequired)) {
@@ -253,6 +275,24 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : car
   special_text_size_ = sptb.size();
   if (n_spto != uint64_t{n_specials_} + 1) c.fail("SPTO does not have n_specials + 1 entries");
   specials_ = SpecialTokenMatcher(load_trie(c, kSTBA, kSTCH, kSTVA), n_specials_);
+
+  if (c.find(kBSPL) != nullptr && c.find(kBSPR) != nullptr && c.find(kBPAR) != nullptr) {
+    size_t nl, nr, np;
+    const uint32_t* left = c.array<uint32_t>(kBSPL, &nl);
+    const uint32_t* right = c.array<uint32_t>(kBSPR, &nr);
+    const PairEntry* pairs = c.array<PairEntry>(kBPAR, &np);
+    if (nl != h.n_ids || nr != h.n_ids) c.fail("BSPL/BSPR do not have n_ids entries");
+    if (np > 0xFFFFFFFFu || !validate_pair_table(static_cast<uint32_t>(np))) c.fail("BPAR capacity is not a power of two");
+    backtrack_.split_left = left;
+    backtrack_.split_right = right;
+    backtrack_.pairs = PairTableView(pairs, static_cast<uint32_t>(np));
+    if (c.find(kBSLW) != nullptr) {
+      size_t ns;
+      backtrack_.slow = c.array<uint8_t>(kBSLW, &ns);
+      if (ns != h.n_ids) c.fail("BSLW does not have n_ids entries");
+    }
+    use_backtrack_ = true;
+  }
 }
 
 std::string_view TiktokenEngine::meta_json() const {
@@ -280,7 +320,11 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
     out.push_back(static_cast<uint32_t>(whole));
     return;
   }
-  bpe_encode_heap(bpe_, piece, n, out);
+  if (use_backtrack_) {
+    bpe_encode_backtrack(bpe_, backtrack_, piece, n, out);
+  } else {
+    bpe_encode_heap(bpe_, piece, n, out);
+  }
 }
 
 void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const {

@@ -8,7 +8,8 @@
 //
 // Immutable after construction; every method is safe to call from many threads at once.
 // Cartridge sections used (see docs/cartridge.md): TKHD, TOKO, TOKB, TOKK, BPE trie (BTBA/BTCH/BTVA),
-// special trie (STBA/STCH/STVA), SPID, SPTO/SPTB, and META (read by Python only).
+// special trie (STBA/STCH/STVA), SPID, SPTO/SPTB, the
+// backtracking encoder's BSPL/BSPR/BSLW/BPAR (optional), and META (read by Python only).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "bpe.h"
+#include "bpe_backtrack.h"
 #include "cartridge.h"
 #include "pretokenize.h"
 #include "special_tokens.h"
@@ -100,6 +102,8 @@ class TiktokenEngine {
   SpecialTokenMatcher specials_;
   const uint32_t* special_ids_ = nullptr;
   uint32_t n_specials_ = 0;
+  BacktrackTables backtrack_;
+  bool use_backtrack_ = false;
   const uint32_t* special_text_offsets_ = nullptr;
   const char* special_text_ = nullptr;
   size_t special_text_size_ = 0;

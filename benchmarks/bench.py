@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Speed and parity of crayon-hf side by side with the reference, in one process.
+
+Method (../shared/BASELINES.md): the process is pinned to one core for single-thread numbers;
+long corpora are cut into ~16 KiB documents of distinct text and each is encoded once per pass
+(neither tiktoken nor crayon-hf caches, so passes are comparable); medians over repetitions,
+with min and max as the spread. Batch numbers use the first 10,000 documents of short_docs.jsonl
+on 2 threads. Load is timed in process (mapping a cartridge vs building tiktoken's CoreBPE from
+ranks) and in a fresh process (import + load).
+
+    python benchmarks/bench.py                       # all tiktoken vocabularies, default corpora
+    python benchmarks/bench.py --vocab cl100k_base --corpus en_gutenberg_big.txt --reps 3
+
+Writes benchmarks/results/tiktoken.{md,json,png}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CRAYON_SHARED", ROOT.parent / "shared"))
+RESULTS = ROOT / "benchmarks" / "results"
+
+DEFAULT_CORPORA = ["en_gutenberg_big.txt", "code_python_stdlib.txt", "zh_hongloumeng.txt", "multi_udhr_scripts.txt"]
+VOCABS = ["r50k_base", "cl100k_base", "o200k_base", "llama3"]
+DOC_BYTES = 16 * 1024
+
+
+def documents(path: Path, limit_bytes: int) -> list[str]:
+    data = path.read_bytes()[:limit_bytes].decode("utf-8", errors="ignore")
+    docs, start = [], 0
+    while start < len(data):
+        end = min(len(data), start + DOC_BYTES)
+        # Cut at a newline when one is near, so documents look like real ones.
+        nl = data.rfind("\n", start + DOC_BYTES // 2, end)
+        end = nl + 1 if nl > 0 and end < len(data) else end
+        docs.append(data[start:end])
+        start = end
+    return docs
+
+
+def short_docs(n: int) -> list[str]:
+    out = []
+    with open(SHARED / "corpora" / "short_docs.jsonl", encoding="utf-8") as f:
+        for line in f:
+            out.append(json.loads(line)["text"])
+            if len(out) >= n:
+                break
+    return out
+
+
+def timed(fn, reps: int) -> list[float]:
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def encodings(name: str):
+    import tiktoken
+    import tiktoken.load
+
+    import crayon_hf.tiktoken as tk
+    from crayon_hf.tiktoken._encodings import KNOWN_ENCODINGS
+
+    k = KNOWN_ENCODINGS[name]
+    rank_path = SHARED / "vocab" / "tiktoken" / f"{k.rank_file}.tiktoken"
+    ranks = tiktoken.load.load_tiktoken_bpe(str(rank_path))
+    ref = tiktoken.Encoding(name, pat_str=k.pat_str, mergeable_ranks=ranks, special_tokens=k.special_tokens)
+    ours = tk.get_encoding(name) if k.bundled else tk.Encoding(name, pat_str=k.pat_str, mergeable_ranks=ranks, special_tokens=k.special_tokens)
+    return ref, ours, ranks, k
+
+
+def bench_vocab(name: str, corpora: list[str], reps: int, corpus_bytes: int) -> dict:
+    ref, ours, ranks, known = encodings(name)
+    result: dict = {"vocab": name, "corpora": {}}
+    for corpus in corpora:
+        docs = documents(SHARED / "corpora" / corpus, corpus_bytes)
+        nbytes = sum(len(d.encode("utf-8")) for d in docs)
+        expected = [ref.encode_ordinary(d) for d in docs]
+        got = [ours.encode_ordinary(d) for d in docs]
+        same = sum(a == b for a, b in zip(expected, got))
+        ntokens = sum(map(len, expected))
+        row = {"bytes": nbytes, "docs": len(docs), "tokens": ntokens, "parity": same / len(docs)}
+        for label, enc in [("tiktoken", ref), ("crayon", ours)]:
+            t = timed(lambda: [enc.encode_ordinary(d) for d in docs], reps)
+            med = statistics.median(t)
+            row[label] = {
+                "mib_s": nbytes / med / 2**20,
+                "mib_s_min": nbytes / max(t) / 2**20,
+                "mib_s_max": nbytes / min(t) / 2**20,
+                "tokens_s": ntokens / med,
+            }
+            d = timed(lambda: [enc.decode_bytes(ids) for ids in expected], reps)
+            row[label]["decode_mib_s"] = nbytes / statistics.median(d) / 2**20
+        row["ratio"] = row["crayon"]["mib_s"] / row["tiktoken"]["mib_s"]
+        row["decode_ratio"] = row["crayon"]["decode_mib_s"] / row["tiktoken"]["decode_mib_s"]
+        result["corpora"][corpus] = row
+        print(
+            f"{name:12s} {corpus:26s} parity {100 * row['parity']:5.1f}%  tiktoken {row['tiktoken']['mib_s']:6.1f}  "
+            f"crayon {row['crayon']['mib_s']:6.1f} MiB/s  x{row['ratio']:.2f}   decode x{row['decode_ratio']:.2f}",
+            flush=True,
+        )
+
+    # Batch: 10k short documents on 2 threads.
+    batch = short_docs(10_000)
+    nbytes = sum(len(d.encode("utf-8")) for d in batch)
+    assert ours.encode_ordinary_batch(batch, num_threads=2) == ref.encode_ordinary_batch(batch, num_threads=2)
+    result["batch"] = {"docs": len(batch), "bytes": nbytes}
+    for label, enc in [("tiktoken", ref), ("crayon", ours)]:
+        t = timed(lambda: enc.encode_ordinary_batch(batch, num_threads=2), reps)
+        result["batch"][label] = nbytes / statistics.median(t) / 2**20
+
+    # Load in process: tiktoken builds from ranks; crayon maps a cartridge.
+    with tempfile.TemporaryDirectory() as tmp:
+        cart = os.path.join(tmp, f"{name}.dat")
+        ours.save_cartridge(cart)
+        import crayon_hf.tiktoken as tk
+        import tiktoken
+
+        load_ours = timed(lambda: tk.Encoding.from_cartridge(cart), max(reps, 20))
+        load_ref = timed(
+            lambda: tiktoken.Encoding(name, pat_str=known.pat_str, mergeable_ranks=ranks, special_tokens=known.special_tokens),
+            3,
+        )
+        fresh_ours = fresh_process_load(f"import crayon_hf.tiktoken as tk; tk.Encoding.from_cartridge({cart!r})")
+        rank_path = SHARED / "vocab" / "tiktoken" / f"{known.rank_file}.tiktoken"
+        fresh_ref = fresh_process_load(
+            "import tiktoken, tiktoken.load; "
+            f"tiktoken.Encoding('x', pat_str={known.pat_str!r}, "
+            f"mergeable_ranks=tiktoken.load.load_tiktoken_bpe({str(rank_path)!r}), special_tokens={{}})"
+        )
+        result["load"] = {
+            "crayon_in_process_ms": 1e3 * statistics.median(load_ours),
+            "tiktoken_in_process_ms": 1e3 * statistics.median(load_ref),
+            "crayon_fresh_process_ms": fresh_ours,
+            "tiktoken_fresh_process_ms": fresh_ref,
+            "cartridge_bytes": os.path.getsize(cart),
+        }
+    print(f"{name:12s} batch x{result['batch']['crayon'] / result['batch']['tiktoken']:.2f}  load {result['load']}", flush=True)
+    return result
+
+
+def fresh_process_load(code: str, reps: int = 5) -> float:
+    """Median wall time of `python -c code` in a fresh interpreter, in ms."""
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=tempfile.gettempdir())
+        times.append(time.perf_counter() - t)
+    return 1e3 * statistics.median(times)
+
+
+def machine() -> dict:
+    import numpy
+    import tiktoken
+
+    import crayon_hf
+
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": {"crayon-hf": crayon_hf.__version__, "tiktoken": tiktoken.__version__, "numpy": numpy.__version__},
+    }
+
+
+def write_results(results: list[dict], info: dict) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "tiktoken.json").write_text(json.dumps({"machine": info, "results": results}, indent=2) + "\n")
+    lines = [
+        f"# crayon-hf vs tiktoken {info['versions']['tiktoken']}",
+        "",
+        f"{info['date']}, {info['cpu']} ({info['cores']} cores), Python {info['python']}. Single thread (pinned), "
+        "distinct ~16 KiB documents, median MiB/s (min-max) over repetitions; parity = documents with identical ids.",
+        "",
+        "| vocab | corpus | parity | tiktoken MiB/s | crayon MiB/s | encode ratio | decode ratio |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        for corpus, row in r["corpora"].items():
+            t, c = row["tiktoken"], row["crayon"]
+            lines.append(
+                f"| {r['vocab']} | {corpus.rsplit('.', 1)[0]} | {100 * row['parity']:.1f}% "
+                f"| {t['mib_s']:.1f} ({t['mib_s_min']:.1f}-{t['mib_s_max']:.1f}) "
+                f"| {c['mib_s']:.1f} ({c['mib_s_min']:.1f}-{c['mib_s_max']:.1f}) | **{row['ratio']:.2f}x** | {row['decode_ratio']:.2f}x |"
+            )
+    lines += [
+        "",
+        "| vocab | batch 10k short docs, 2 threads: tiktoken / crayon MiB/s | load in process: tiktoken / crayon ms | fresh process (import + load): tiktoken / crayon ms | cartridge MB |",
+        "|---|---|---|---|---:|",
+    ]
+    for r in results:
+        b, ld = r["batch"], r["load"]
+        lines.append(
+            f"| {r['vocab']} | {b['tiktoken']:.1f} / {b['crayon']:.1f} (x{b['crayon'] / b['tiktoken']:.2f}) "
+            f"| {ld['tiktoken_in_process_ms']:.1f} / {ld['crayon_in_process_ms']:.3f} "
+            f"| {ld['tiktoken_fresh_process_ms']:.0f} / {ld['crayon_fresh_process_ms']:.0f} | {ld['cartridge_bytes'] / 1e6:.1f} |"
+        )
+    (RESULTS / "tiktoken.md").write_text("\n".join(lines) + "\n")
+    try:
+        plot(results, info)
+    except ImportError:
+        print("matplotlib not installed: no plot (pip install matplotlib)")
+
+
+def plot(results: list[dict], info: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    corpora = list(results[0]["corpora"])
+    fig, axes = plt.subplots(1, len(results), figsize=(4 * len(results), 4), sharey=True)
+    axes = axes if len(results) > 1 else [axes]
+    for ax, r in zip(axes, results):
+        xs = range(len(corpora))
+        ref = [r["corpora"][c]["tiktoken"]["mib_s"] for c in corpora]
+        ours = [r["corpora"][c]["crayon"]["mib_s"] for c in corpora]
+        ax.bar([x - 0.2 for x in xs], ref, width=0.4, label="tiktoken", color="#999999")
+        ax.bar([x + 0.2 for x in xs], ours, width=0.4, label="crayon-hf", color="#d9534f")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([c.split("_")[0] + "\n" + c.split("_")[1].split(".")[0] for c in corpora], fontsize=8)
+        ax.set_title(r["vocab"])
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("single-thread encode, MiB/s")
+    axes[0].legend()
+    fig.suptitle(f"crayon-hf vs tiktoken {info['versions']['tiktoken']} ({info['cpu']}, {info['date']})", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(RESULTS / "tiktoken.png", dpi=110)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--vocab", action="append", choices=VOCABS)
+    p.add_argument("--corpus", action="append")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--corpus-bytes", type=int, default=1 << 20, help="bytes of each corpus to use (default 1 MiB)")
+    p.add_argument("--no-pin", action="store_true", help="do not pin the process to one core")
+    args = p.parse_args()
+    if not args.no_pin and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    info = machine()
+    results = [bench_vocab(v, args.corpus or DEFAULT_CORPORA, args.reps, args.corpus_bytes) for v in args.vocab or VOCABS]
+    write_results(results, info)
+    print(f"wrote {RESULTS}/tiktoken.md, .json, .png")
+
+
+if __name__ == "__main__":
+    main()
