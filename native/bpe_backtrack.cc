@@ -18,6 +18,8 @@
 //   second. The test checks its reachability verdict against bpe_encode_heap token by token.
 #include "bpe_backtrack.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <limits>
 
@@ -161,18 +163,17 @@ std::vector<PairEntry> build_pair_table(const BpeSplits& s) {
   const uint32_t n = static_cast<uint32_t>(s.left.size());
   uint64_t count = 0;
   for (uint32_t id = 0; id < n; ++id) count += s.left[id] != kNo && s.left[id] != id;
-  uint64_t cap = 1;
-  while (cap * 3 < count * 4 || cap <= count) cap <<= 1;
-  std::vector<PairEntry> table(cap, PairEntry{kEmptyKey, 0, 0});
-  const uint64_t mask = cap - 1;
+  // Load factor 3/4, and always one empty slot so a probe for a missing pair stops.
+  const uint64_t cap = count + count / 3 + 1;
+  std::vector<PairEntry> table(cap, PairEntry{kNo, kNo, kNo});
   for (uint32_t id = 0; id < n; ++id) {
     const uint32_t l = s.left[id];
     if (l == kNo || l == id) continue;
-    const uint64_t key = pair_key(l, s.right[id]);
-    for (uint64_t i = pair_hash(key) & mask;; i = (i + 1) & mask) {
-      if (table[i].key == key) break;  // cannot happen for a real vocabulary; keep the first
-      if (table[i].key == kEmptyKey) {
-        table[i] = PairEntry{key, id, 0};
+    const uint32_t r = s.right[id];
+    for (uint64_t i = pair_slot(l, r, cap);; i = i + 1 == cap ? 0 : i + 1) {
+      if (table[i].left == l && table[i].right == r) break;  // cannot happen for a real vocabulary
+      if (table[i].value == kNo) {
+        table[i] = PairEntry{l, r, id};
         break;
       }
     }
@@ -180,7 +181,7 @@ std::vector<PairEntry> build_pair_table(const BpeSplits& s) {
   return table;
 }
 
-bool validate_pair_table(uint32_t capacity) { return (capacity & (capacity - 1)) == 0; }
+bool validate_pair_table(uint32_t capacity) { return capacity <= 0x7FFFFFFFu; }
 
 namespace {
 
@@ -239,6 +240,30 @@ bool bpe_pair_is_valid(const BpeTables& t, const BacktrackTables& bt, uint32_t a
   return false;
 }
 
+uint64_t new_memo_owner() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+
+// The pair check is a pure function of the vocabulary and the pair, and real text repeats pairs
+// (suffixes, common stems), so a small per-thread memo saves most of the spine walks.
+bool pair_valid_memo(const BpeTables& t, const BacktrackTables& bt, BacktrackScratch& sc, uint32_t a, uint32_t b) {
+  if (bt.memo_owner == 0) return bpe_pair_is_valid(t, bt, a, b);
+  if (sc.memo.empty()) sc.memo.resize(BacktrackScratch::kMemoSize);
+  const uint64_t key = pair_key(a, b);
+  BacktrackScratch::PairMemo& m = sc.memo[pair_hash(key ^ bt.memo_owner) & (BacktrackScratch::kMemoSize - 1)];
+  if (m.owner == bt.memo_owner && m.key == key) return m.valid;
+  const bool valid = bpe_pair_is_valid(t, bt, a, b);
+  m.owner = bt.memo_owner;
+  m.key = key;
+  m.valid = valid;
+  return valid;
+}
+
+}  // namespace
+
 void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const uint8_t* piece, size_t n,
                           std::vector<uint32_t>& out, BacktrackScratch& sc) {
   if (bt.split_left == nullptr || bt.split_right == nullptr) {
@@ -279,7 +304,7 @@ void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const u
       const size_t end = pos + sc.cand_len[k];
       const uint32_t id = sc.cand_id[k];
       if (!bit(sc.dead_end_free, end)) continue;
-      if (out.size() > base && !bpe_pair_is_valid(t, bt, out.back(), id)) continue;
+      if (out.size() > base && !pair_valid_memo(t, bt, sc, out.back(), id)) continue;
       out.push_back(id);
       sc.lens.push_back(sc.cand_len[k]);
       pos = end;

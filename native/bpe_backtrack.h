@@ -83,17 +83,14 @@ BpeSplits compute_bpe_splits(const BpeTables& t);
 bool validate_bpe_splits(const BpeTables& t, const uint32_t* left, const uint32_t* right);
 
 // Pair table: (left id, right id) -> the id of the token whose split it is. Stored as a plain
-// array (a cartridge section): `capacity` entries, a power of two; key = left << 32 | right;
-// an empty slot has key kEmptyKey; linear probing from slot pair_hash(key) & (capacity - 1).
-// The table always keeps at least one empty slot, so a probe for a missing key stops.
+// array (a cartridge section) of `capacity` 12-byte entries, at most 3/4 full; an empty slot has
+// value kNoSplit; linear probing (wrapping) from slot pair_slot(left, right, capacity).
 struct PairEntry {
-  uint64_t key;
+  uint32_t left;
+  uint32_t right;
   uint32_t value;
-  uint32_t reserved;  // zero; pads the entry to 16 bytes so arrays stay 8-byte aligned
 };
-static_assert(sizeof(PairEntry) == 16, "PairEntry is stored in cartridges as 16 bytes");
-
-constexpr uint64_t kEmptyKey = ~uint64_t{0};
+static_assert(sizeof(PairEntry) == 12, "PairEntry is stored in cartridges as 12 bytes");
 
 inline uint64_t pair_key(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
 
@@ -105,14 +102,18 @@ inline uint64_t pair_hash(uint64_t key) {
   return key;
 }
 
-// Builds the pair table of the reachable merges in `s`. Load factor at most 3/4 (at least one
-// empty slot always).
+// The home slot of (a, b): the hash's high 32 bits scaled onto [0, capacity) (no power-of-two
+// capacity needed, so the table stays small).
+inline uint64_t pair_slot(uint32_t a, uint32_t b, uint64_t capacity) {
+  return ((pair_hash(pair_key(a, b)) >> 32) * capacity) >> 32;
+}
+
+// Builds the pair table of the reachable merges in `s`.
 std::vector<PairEntry> build_pair_table(const BpeSplits& s);
 
 class PairTableView {
  public:
   PairTableView() = default;
-  // capacity must be a power of two (validate_pair_table checks it); 0 means an empty table.
   PairTableView(const PairEntry* entries, uint32_t capacity) : entries_(entries), capacity_(capacity) {}
   explicit PairTableView(const std::vector<PairEntry>& v)
       : PairTableView(v.data(), static_cast<uint32_t>(v.size())) {}
@@ -121,17 +122,15 @@ class PairTableView {
   // stops even on a damaged table with no empty slot.
   uint32_t find(uint32_t a, uint32_t b) const {
     if (capacity_ == 0) return BpeSplits::kNoSplit;
-    const uint64_t key = pair_key(a, b);
-    const uint32_t mask = capacity_ - 1;
-    uint32_t i = static_cast<uint32_t>(pair_hash(key)) & mask;
-    for (uint32_t probes = 0; probes < capacity_; ++probes, i = (i + 1) & mask) {
+    uint32_t i = static_cast<uint32_t>(pair_slot(a, b, capacity_));
+    for (uint32_t probes = 0; probes < capacity_; ++probes) {
       const PairEntry& e = entries_[i];
-      if (e.key == key) return e.value;
-      if (e.key == kEmptyKey) break;
+      if (e.left == a && e.right == b) return e.value;
+      if (e.value == BpeSplits::kNoSplit) break;
+      i = i + 1 == capacity_ ? 0 : i + 1;
     }
     return BpeSplits::kNoSplit;
   }
-
   uint32_t capacity() const { return capacity_; }
 
  private:
@@ -139,7 +138,7 @@ class PairTableView {
   uint32_t capacity_ = 0;
 };
 
-// True when capacity is 0 or a power of two (what PairTableView needs to stay in bounds).
+// True when capacity fits what PairTableView indexes (any size works; see pair_slot).
 bool validate_pair_table(uint32_t capacity);
 
 // Everything the backtracking encoder reads besides BpeTables. Borrowed pointers (e.g. into a
@@ -149,11 +148,26 @@ struct BacktrackTables {
   const uint32_t* split_right = nullptr;  // n_ids entries, as BpeSplits::right
   const uint8_t* slow = nullptr;          // n_ids entries as BpeSplits::slow; null when that is empty
   PairTableView pairs;
+  // Identifies these tables in per-thread memo caches (see BacktrackScratch). Must be unique for
+  // the lifetime of the process (never reused after the tables are freed); 0 disables the memo.
+  uint64_t memo_owner = 0;
 };
+
+// A fresh value for BacktrackTables::memo_owner.
+uint64_t new_memo_owner();
 
 // Per-call working memory. Keep one per thread (e.g. thread_local) so short pieces allocate
 // nothing; it only grows, to O(longest piece) bytes.
 struct BacktrackScratch {
+  // Memo of bpe_pair_is_valid, a pure function of (tables, a, b): direct-mapped, keyed by the
+  // tables' memo_owner and the pair, so several vocabularies can share a thread safely.
+  struct PairMemo {
+    uint64_t owner = 0;
+    uint64_t key = 0;
+    bool valid = false;
+  };
+  static constexpr size_t kMemoSize = 4096;
+  std::vector<PairMemo> memo;
   std::vector<uint64_t> dead_end_free;  // bit p set: position p is not known to be a dead end
   std::vector<uint32_t> lens;           // byte length of each token on the stack
   std::vector<uint32_t> cand_len;       // prefix-token candidates at the current position

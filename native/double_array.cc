@@ -248,7 +248,10 @@ DoubleArrayData build_double_array(const std::vector<std::pair<std::string_view,
                                   " (values must be >= 0; -1 marks 'no key here')");
     }
   }
-  return Builder().build(keys);
+  DoubleArrayData d = Builder().build(keys);
+  d.units.resize(d.base.size());
+  for (size_t i = 0; i < d.base.size(); ++i) d.units[i] = DoubleArrayUnit{d.base[i], d.check[i], d.value[i]};
+  return d;
 }
 
 }  // namespace crayon

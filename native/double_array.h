@@ -5,7 +5,8 @@
 //                                                          v
 //                                  DoubleArrayView (borrowed pointers, e.g. into an mmap)
 //
-// Layout: node 0 is the root. The child of node s on byte c is t = base[s] + c, and it exists iff
+// Layout: node 0 is the root; each slot is one 12-byte unit {base, check, value}, so following an
+// edge touches one cache line for the check, the next base and the value together. The child of node s on byte c is t = base[s] + c, and it exists iff
 // 0 <= t < size and check[t] == s (check[0] == -1, free slots have check == -1). value[t] is the
 // value of the key that ends at node t, or -1 when no key ends there.
 //
@@ -23,10 +24,18 @@
 
 namespace crayon {
 
+struct DoubleArrayUnit {
+  int32_t base;
+  int32_t check;
+  int32_t value;
+};
+static_assert(sizeof(DoubleArrayUnit) == 12, "DoubleArrayUnit is stored in cartridges as 12 bytes");
+
 struct DoubleArrayData {
-  std::vector<int32_t> base;
+  std::vector<int32_t> base;   // the builder's arrays, kept for structural tests
   std::vector<int32_t> check;
   std::vector<int32_t> value;
+  std::vector<DoubleArrayUnit> units;  // the same, interleaved: what views and cartridges use
 };
 
 // Builds a trie holding every key. Keys may come in any order but must be distinct and non-empty;
@@ -36,11 +45,9 @@ DoubleArrayData build_double_array(const std::vector<std::pair<std::string_view,
 class DoubleArrayView {
  public:
   DoubleArrayView() = default;
-  DoubleArrayView(const int32_t* base, const int32_t* check, const int32_t* value, uint32_t size)
-      : base_(base), check_(check), value_(value), size_(size) {}
+  DoubleArrayView(const DoubleArrayUnit* units, uint32_t size) : units_(units), size_(size) {}
   explicit DoubleArrayView(const DoubleArrayData& d)
-      : DoubleArrayView(d.base.data(), d.check.data(), d.value.data(),
-                        static_cast<uint32_t>(d.base.size())) {}
+      : DoubleArrayView(d.units.data(), static_cast<uint32_t>(d.units.size())) {}
 
   static constexpr int32_t kRoot = 0;
 
@@ -48,13 +55,13 @@ class DoubleArrayView {
 
   // The child of `node` on byte `c`, or -1 when there is none. `node` must be a valid node index.
   int32_t child(int32_t node, uint8_t c) const {
-    const int64_t t = static_cast<int64_t>(base_[node]) + c;
-    if (t < 0 || t >= size_ || check_[t] != node) return -1;
+    const int64_t t = static_cast<int64_t>(units_[node].base) + c;
+    if (t < 0 || t >= size_ || units_[t].check != node) return -1;
     return static_cast<int32_t>(t);
   }
 
   // The value stored at `node` (-1 when no key ends there).
-  int32_t value_at(int32_t node) const { return value_[node]; }
+  int32_t value_at(int32_t node) const { return units_[node].value; }
 
   // Follows `n` bytes from `node`; returns the node reached or -1.
   int32_t walk(int32_t node, const uint8_t* s, size_t n) const {
@@ -65,7 +72,7 @@ class DoubleArrayView {
   // The value of exactly this key, or -1.
   int32_t find(const uint8_t* s, size_t n) const {
     const int32_t node = walk(kRoot, s, n);
-    return node < 0 ? -1 : value_[node];
+    return node < 0 ? -1 : units_[node].value;
   }
 
   // Calls f(length, value) for every key that is a prefix of s[0, n), shortest first.
@@ -76,7 +83,7 @@ class DoubleArrayView {
     for (size_t i = 0; i < n; ++i) {
       node = child(node, s[i]);
       if (node < 0) return;
-      const int32_t v = value_[node];
+      const int32_t v = units_[node].value;
       if (v >= 0 && !f(i + 1, v)) return;
     }
   }
@@ -93,9 +100,7 @@ class DoubleArrayView {
   }
 
  private:
-  const int32_t* base_ = nullptr;
-  const int32_t* check_ = nullptr;
-  const int32_t* value_ = nullptr;
+  const DoubleArrayUnit* units_ = nullptr;
   uint32_t size_ = 0;
 };
 

@@ -17,12 +17,8 @@ constexpr uint32_t kMETA = fourcc("META");
 constexpr uint32_t kTOKO = fourcc("TOKO");
 constexpr uint32_t kTOKB = fourcc("TOKB");
 constexpr uint32_t kTOKK = fourcc("TOKK");
-constexpr uint32_t kBTBA = fourcc("BTBA");
-constexpr uint32_t kBTCH = fourcc("BTCH");
-constexpr uint32_t kBTVA = fourcc("BTVA");
-constexpr uint32_t kSTBA = fourcc("STBA");
-constexpr uint32_t kSTCH = fourcc("STCH");
-constexpr uint32_t kSTVA = fourcc("STVA");
+constexpr uint32_t kBTRI = fourcc("BTRI");  // double-array trie of the mergeable tokens
+constexpr uint32_t kSTRI = fourcc("STRI");  // double-array trie of the special tokens
 constexpr uint32_t kSPID = fourcc("SPID");
 constexpr uint32_t kSPTO = fourcc("SPTO");
 // Backtracking-encoder tables (optional: without them the engine uses the heap encoder).
@@ -46,20 +42,15 @@ struct TkHeader {
 };
 static_assert(sizeof(TkHeader) == 32, "TKHD is 32 bytes");
 
-void add_trie(CartridgeWriter& w, uint32_t b, uint32_t c, uint32_t v, const DoubleArrayData& d) {
-  w.add_array(b, d.base, kSectionRequired);
-  w.add_array(c, d.check, kSectionRequired);
-  w.add_array(v, d.value, kSectionRequired);
+void add_trie(CartridgeWriter& w, uint32_t id, const DoubleArrayData& d) {
+  w.add_array(id, d.units, kSectionRequired);
 }
 
-DoubleArrayView load_trie(const Cartridge& c, uint32_t b, uint32_t ch, uint32_t v) {
-  size_t nb, nc, nv;
-  const int32_t* base = c.array<int32_t>(b, &nb);
-  const int32_t* check = c.array<int32_t>(ch, &nc);
-  const int32_t* value = c.array<int32_t>(v, &nv);
-  if (nb != nc || nb != nv) c.fail("trie arrays " + fourcc_name(b) + " have different lengths");
-  if (nb == 0 || nb > 0x7FFFFFFF) c.fail("trie " + fourcc_name(b) + " has an invalid size");
-  return DoubleArrayView(base, check, value, static_cast<uint32_t>(nb));
+DoubleArrayView load_trie(const Cartridge& c, uint32_t id) {
+  size_t n;
+  const DoubleArrayUnit* units = c.array<DoubleArrayUnit>(id, &n);
+  if (n == 0 || n > 0x7FFFFFFF) c.fail("trie " + fourcc_name(id) + " has an invalid size");
+  return DoubleArrayView(units, static_cast<uint32_t>(n));
 }
 
 // Unicode White_Space (Rust's char::is_whitespace), used by encode_with_unstable.
@@ -214,8 +205,8 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   w.add_array(kTOKO, offsets, kSectionRequired);
   w.add(kTOKB, blob, kSectionRequired);
   w.add_array(kTOKK, kinds, kSectionRequired);
-  add_trie(w, kBTBA, kBTCH, kBTVA, bpe_trie);
-  add_trie(w, kSTBA, kSTCH, kSTVA, special_trie);
+  add_trie(w, kBTRI, bpe_trie);
+  add_trie(w, kSTRI, special_trie);
   w.add_array(kSPID, special_ids, kSectionRequired);
   w.add_array(kSPTO, special_text_offsets, kSectionRequired);
   w.add(kSPTB, special_text, kSectionRequired);
@@ -228,8 +219,7 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
 
 TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : cartridge_(std::move(cartridge)) {
   const Cartridge& c = *cartridge_;
-  static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTBA, kBTCH, kBTVA,
-                                    kSTBA, kSTCH, kSTVA, kSPID, kSPTO, kSPTB,
+  static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTRI, kSTRI, kSPID, kSPTO, kSPTB,
                                     kBSPL, kBSPR, kBSLW, kBPAR};
   for (const SectionInfo& s : c.sections()) {
     const bool known = std::find(std::begin(kKnown), std::end(kKnown), s.id) != std::end(kKnown);
@@ -258,7 +248,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : car
     c.fail("TOKO does not span TOKB");
   }
   bpe_.n_ids = h.n_ids;
-  bpe_.trie = load_trie(c, kBTBA, kBTCH, kBTVA);
+  bpe_.trie = load_trie(c, kBTRI);
   fill_byte_ranks(bpe_);
 
   size_t n_sp;
@@ -274,7 +264,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : car
   special_text_ = sptb.data();
   special_text_size_ = sptb.size();
   if (n_spto != uint64_t{n_specials_} + 1) c.fail("SPTO does not have n_specials + 1 entries");
-  specials_ = SpecialTokenMatcher(load_trie(c, kSTBA, kSTCH, kSTVA), n_specials_);
+  specials_ = SpecialTokenMatcher(load_trie(c, kSTRI), n_specials_);
 
   if (c.find(kBSPL) != nullptr && c.find(kBSPR) != nullptr && c.find(kBPAR) != nullptr) {
     size_t nl, nr, np;
@@ -291,6 +281,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : car
       backtrack_.slow = c.array<uint8_t>(kBSLW, &ns);
       if (ns != h.n_ids) c.fail("BSLW does not have n_ids entries");
     }
+    backtrack_.memo_owner = new_memo_owner();
     use_backtrack_ = true;
   }
 }

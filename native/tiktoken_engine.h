@@ -7,8 +7,8 @@
 //   ids --token bytes--> bytes
 //
 // Immutable after construction; every method is safe to call from many threads at once.
-// Cartridge sections used (see docs/cartridge.md): TKHD, TOKO, TOKB, TOKK, BPE trie (BTBA/BTCH/BTVA),
-// special trie (STBA/STCH/STVA), SPID, SPTO/SPTB, the
+// Cartridge sections used (see docs/cartridge.md): TKHD, TOKO, TOKB, TOKK, BPE trie (BTRI),
+// special trie (STRI), SPID, SPTO/SPTB, the
 // backtracking encoder's BSPL/BSPR/BSLW/BPAR (optional), and META (read by Python only).
 #pragma once
 

@@ -85,7 +85,7 @@ def test_header_fields(saved):
     assert info["checksum_ok"]
     assert info["file_size"] == os.path.getsize(saved)
     ids = [s["id"] for s in info["sections"]]
-    assert {"TKHD", "META", "TOKO", "TOKB", "TOKK", "BTBA", "BTCH", "BTVA", "SPID"} <= set(ids)
+    assert {"TKHD", "META", "TOKO", "TOKB", "TOKK", "BTRI", "STRI", "SPID", "BSPL", "BSPR", "BPAR"} <= set(ids)
     for s in info["sections"]:
         assert s["offset"] % 64 == 0
     meta = json.loads(native.section_bytes(str(saved), "META"))
@@ -142,7 +142,7 @@ def _section_entry(data: bytearray, section: str) -> int:
         (lambda d: d.__setitem__(slice(_section_entry(d, "META"), _section_entry(d, "META") + 4), b"TOKB"), "appears twice"),
         (lambda d: d.__setitem__(slice(_section_entry(d, "SPID"), _section_entry(d, "SPID") + 4), b"ZZZZ"), "does not understand"),
         (lambda d: struct.pack_into("<I", d, 16, 100000), "implausible"),
-        (lambda d: struct.pack_into("<Q", d, _section_entry(d, "BTCH") + 8, struct.unpack_from("<Q", d, _section_entry(d, "BTBA") + 8)[0]), "overlap"),
+        (lambda d: struct.pack_into("<Q", d, _section_entry(d, "STRI") + 8, struct.unpack_from("<Q", d, _section_entry(d, "BTRI") + 8)[0]), "overlap"),
     ],
     ids=["size", "align", "duplicate", "unknown-required", "count", "overlap"],
 )

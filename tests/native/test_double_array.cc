@@ -323,7 +323,7 @@ void test_hostile_views() {
   for (int round = 0; round < 2000; ++round) {
     const size_t n = 1 + rng() % 300;
     // Exactly sized heap arrays, so AddressSanitizer flags even a one-past-the-end read.
-    std::vector<int32_t> base(n), check(n), value(n);
+    std::vector<crayon::DoubleArrayUnit> units(n);
     auto garbage = [&]() -> int32_t {
       switch (rng() % 6) {
         case 0: return static_cast<int32_t>(rng());
@@ -334,12 +334,11 @@ void test_hostile_views() {
       }
     };
     for (size_t i = 0; i < n; ++i) {
-      base[i] = garbage();
-      check[i] = rng() % 3 ? static_cast<int32_t>(rng() % n) : garbage();
-      value[i] = garbage();
+      units[i].base = garbage();
+      units[i].check = rng() % 3 ? static_cast<int32_t>(rng() % n) : garbage();
+      units[i].value = garbage();
     }
-    hostile_queries(DoubleArrayView(base.data(), check.data(), value.data(), static_cast<uint32_t>(n)),
-                    rng);
+    hostile_queries(DoubleArrayView(units.data(), static_cast<uint32_t>(n)), rng);
   }
 
   // A real trie with a few entries corrupted.
@@ -357,6 +356,7 @@ void test_hostile_views() {
         default: d.base[i] = static_cast<int32_t>(n) - static_cast<int32_t>(rng() % 256); break;
       }
     }
+    for (size_t i = 0; i < n; ++i) d.units[i] = crayon::DoubleArrayUnit{d.base[i], d.check[i], d.value[i]};
     hostile_queries(DoubleArrayView(d), rng);
   }
 }
