@@ -36,20 +36,6 @@ std::string_view bytes_view(const py::handle& b) {
   return std::string_view(p, static_cast<size_t>(n));
 }
 
-py::list to_list(const std::vector<uint32_t>& ids) {
-  PyObject* list = PyList_New(static_cast<Py_ssize_t>(ids.size()));
-  if (list == nullptr) throw py::error_already_set();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    PyObject* v = PyLong_FromUnsignedLong(ids[i]);
-    if (v == nullptr) {
-      Py_DECREF(list);
-      throw py::error_already_set();
-    }
-    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), v);
-  }
-  return py::reinterpret_steal<py::list>(list);
-}
-
 py::array_t<uint32_t> to_numpy(std::vector<uint32_t>&& ids) {
   auto* owned = new std::vector<uint32_t>(std::move(ids));
   py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<uint32_t>*>(p); });
@@ -136,7 +122,54 @@ const char* pattern_name(SplitPattern p) {
 }
 
 using Engine = TiktokenEngine;
-using EnginePtr = std::shared_ptr<Engine>;
+
+// The Python-side handle of an engine. Besides the engine it keeps one Python int per token id,
+// made on first use: building a list of ids is then an incref per token instead of an
+// allocation, which is most of the cost of returning ids to Python. Touched only with the GIL.
+class PyEngine {
+ public:
+  explicit PyEngine(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)), ints_(engine_->n_ids(), nullptr) {}
+  ~PyEngine() {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    for (PyObject* o : ints_) Py_XDECREF(o);
+  }
+  PyEngine(const PyEngine&) = delete;
+  PyEngine& operator=(const PyEngine&) = delete;
+
+  const Engine& operator*() const { return *engine_; }
+  const Engine* operator->() const { return engine_.get(); }
+
+  py::list to_list(const std::vector<uint32_t>& ids) const {
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(ids.size()));
+    if (list == nullptr) throw py::error_already_set();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      PyObject* v = id_object(ids[i]);
+      if (v == nullptr) {
+        Py_DECREF(list);
+        throw py::error_already_set();
+      }
+      PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), v);
+    }
+    return py::reinterpret_steal<py::list>(list);
+  }
+
+ private:
+  // A new reference to the int for `id`.
+  PyObject* id_object(uint32_t id) const {
+    if (id >= ints_.size()) return PyLong_FromUnsignedLong(id);
+    PyObject*& slot = ints_[id];
+    if (slot == nullptr) {
+      slot = PyLong_FromUnsignedLong(id);
+      if (slot == nullptr) return nullptr;
+    }
+    Py_INCREF(slot);
+    return slot;
+  }
+
+  std::shared_ptr<const Engine> engine_;
+  mutable std::vector<PyObject*> ints_;
+};
 
 py::dict cartridge_info(const Cartridge& c) {
   py::dict d;
@@ -233,22 +266,23 @@ PYBIND11_MODULE(_crayon, m) {
     return py::object(py::bytes(b.data(), b.size()));
   });
 
-  py::class_<Engine, EnginePtr>(m, "TiktokenEngine")
+  py::class_<PyEngine>(m, "TiktokenEngine")
       .def_static("from_file", [](const std::string& path) {
         py::gil_scoped_release release;
-        return std::make_shared<Engine>(Cartridge::open(path));
+        return std::make_unique<PyEngine>(std::make_shared<const Engine>(Cartridge::open(path)));
       })
       .def_static("from_bytes", [](const py::bytes& image, const std::string& label) {
         std::string copy(bytes_view(image));
         py::gil_scoped_release release;
-        return std::make_shared<Engine>(Cartridge::from_bytes(std::move(copy), label));
+        return std::make_unique<PyEngine>(std::make_shared<const Engine>(Cartridge::from_bytes(std::move(copy), label)));
       })
-      .def_property_readonly("n_ids", &Engine::n_ids)
-      .def_property_readonly("pattern", [](const Engine& e) { return pattern_name(e.pattern()); })
-      .def_property_readonly("meta_json", [](const Engine& e) { std::string_view v = e.meta_json(); return py::str(v.data(), v.size()); })
-      .def_property_readonly("file_size", [](const Engine& e) { return e.cartridge().size(); })
-      .def("info", [](const Engine& e) { return cartridge_info(e.cartridge()); })
-      .def("special_tokens", [](const Engine& e) {
+      .def_property_readonly("n_ids", [](const PyEngine& pe) { return pe->n_ids(); })
+      .def_property_readonly("pattern", [](const PyEngine& pe) { return pattern_name(pe->pattern()); })
+      .def_property_readonly("meta_json", [](const PyEngine& pe) { std::string_view v = pe->meta_json(); return py::str(v.data(), v.size()); })
+      .def_property_readonly("file_size", [](const PyEngine& pe) { return pe->cartridge().size(); })
+      .def("info", [](const PyEngine& pe) { return cartridge_info(pe->cartridge()); })
+      .def("special_tokens", [](const PyEngine& pe) {
+        const Engine& e = *pe;
         py::list out;
         for (uint32_t i = 0; i < e.n_specials(); ++i) {
           std::string_view b = e.special_text(i);
@@ -256,7 +290,8 @@ PYBIND11_MODULE(_crayon, m) {
         }
         return out;
       })
-      .def("mergeable_ranks", [](const Engine& e) {
+      .def("mergeable_ranks", [](const PyEngine& pe) {
+        const Engine& e = *pe;
         py::dict d;
         for (uint32_t id = 0; id < e.n_ids(); ++id) {
           std::string_view b;
@@ -264,7 +299,8 @@ PYBIND11_MODULE(_crayon, m) {
         }
         return d;
       })
-      .def("encode_ordinary", [](const Engine& e, const py::str& text) {
+      .def("encode_ordinary", [](const PyEngine& pe, const py::str& text) {
+        const Engine& e = *pe;
         std::string_view t = utf8_view(text);
         std::vector<uint32_t> out;
         {
@@ -276,9 +312,10 @@ PYBIND11_MODULE(_crayon, m) {
             raise_missing_byte(err);
           }
         }
-        return to_list(out);
+        return pe.to_list(out);
       })
-      .def("encode", [](const Engine& e, const py::str& text, const py::bytes& allowed) {
+      .def("encode", [](const PyEngine& pe, const py::str& text, const py::bytes& allowed) {
+        const Engine& e = *pe;
         std::string_view t = utf8_view(text);
         std::vector<uint8_t> mask = mask_from(allowed);
         std::vector<uint32_t> out;
@@ -291,9 +328,10 @@ PYBIND11_MODULE(_crayon, m) {
             raise_missing_byte(err);
           }
         }
-        return to_list(out);
+        return pe.to_list(out);
       })
-      .def("encode_to_numpy", [](const Engine& e, const py::str& text, const py::bytes& allowed) {
+      .def("encode_to_numpy", [](const PyEngine& pe, const py::str& text, const py::bytes& allowed) {
+        const Engine& e = *pe;
         std::string_view t = utf8_view(text);
         std::vector<uint8_t> mask = mask_from(allowed);
         std::vector<uint32_t> out;
@@ -308,7 +346,8 @@ PYBIND11_MODULE(_crayon, m) {
         }
         return to_numpy(std::move(out));
       })
-      .def("find_special", [](const Engine& e, const py::str& text, const py::bytes& set) -> py::object {
+      .def("find_special", [](const PyEngine& pe, const py::str& text, const py::bytes& set) -> py::object {
+        const Engine& e = *pe;
         std::string_view t = utf8_view(text);
         std::vector<uint8_t> mask = mask_from(set);
         SpecialMatch m;
@@ -319,7 +358,8 @@ PYBIND11_MODULE(_crayon, m) {
         if (m.index < 0) return py::none();
         return py::int_(m.index);
       }, "Index of the first special token (among those flagged in the mask) occurring in text, or None.")
-      .def("encode_batch", [](const Engine& e, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) {
+      .def("encode_batch", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) {
+        const Engine& e = *pe;
         std::vector<std::string_view> views;
         views.reserve(texts.size());
         for (py::handle h : texts) views.push_back(utf8_view(h));
@@ -354,12 +394,13 @@ PYBIND11_MODULE(_crayon, m) {
           if (found[i] >= 0) return py::object(py::make_tuple(i, found[i]));
         }
         py::list result(views.size());
-        for (size_t i = 0; i < out.size(); ++i) result[i] = to_list(out[i]);
+        for (size_t i = 0; i < out.size(); ++i) result[i] = pe.to_list(out[i]);
         return py::object(result);
       }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
       "Encodes many texts in parallel. Returns the list of id lists, or (text index, special index) "
       "for the first text holding a disallowed special token.")
-      .def("decode_bytes", [](const Engine& e, const py::handle& ids) {
+      .def("decode_bytes", [](const PyEngine& pe, const py::handle& ids) {
+        const Engine& e = *pe;
         std::vector<uint32_t> v = ids_from(ids);
         std::string out;
         uint32_t bad = 0;
@@ -371,7 +412,8 @@ PYBIND11_MODULE(_crayon, m) {
         if (!ok) raise_bad_token(bad);
         return py::bytes(out);
       })
-      .def("decode_bytes_batch", [](const Engine& e, const py::handle& batch, size_t num_threads) {
+      .def("decode_bytes_batch", [](const PyEngine& pe, const py::handle& batch, size_t num_threads) {
+        const Engine& e = *pe;
         std::vector<std::vector<uint32_t>> in;
         for (py::handle h : batch) in.push_back(ids_from(h));
         std::vector<std::string> out(in.size());
@@ -390,13 +432,15 @@ PYBIND11_MODULE(_crayon, m) {
         for (size_t i = 0; i < out.size(); ++i) result[i] = py::bytes(out[i]);
         return result;
       })
-      .def("token_bytes", [](const Engine& e, const py::handle& id) {
+      .def("token_bytes", [](const PyEngine& pe, const py::handle& id) {
+        const Engine& e = *pe;
         const uint32_t v = id_from(id);
         std::string_view b;
         if (!e.token_bytes(v, &b)) throw py::key_error(std::to_string(v));
         return py::bytes(b.data(), b.size());
       })
-      .def("tokens_bytes", [](const Engine& e, const py::handle& ids) {
+      .def("tokens_bytes", [](const PyEngine& pe, const py::handle& ids) {
+        const Engine& e = *pe;
         std::vector<uint32_t> v = ids_from(ids);
         py::list out(v.size());
         for (size_t i = 0; i < v.size(); ++i) {
@@ -406,11 +450,13 @@ PYBIND11_MODULE(_crayon, m) {
         }
         return out;
       })
-      .def("is_special", [](const Engine& e, uint32_t id) { return e.kind(id) == TokenKind::kSpecial; })
-      .def("encode_single_token", [](const Engine& e, const py::bytes& b) {
+      .def("is_special", [](const PyEngine& pe, uint32_t id) { return pe->kind(id) == TokenKind::kSpecial; })
+      .def("encode_single_token", [](const PyEngine& pe, const py::bytes& b) {
+        const Engine& e = *pe;
         return e.encode_single_token(bytes_view(b));  // -1 when not a token
       })
-      .def("encode_single_piece", [](const Engine& e, const py::bytes& b) {
+      .def("encode_single_piece", [](const PyEngine& pe, const py::bytes& b) {
+        const Engine& e = *pe;
         std::string_view v = bytes_view(b);
         std::vector<uint32_t> out;
         if (!v.empty()) {
@@ -420,15 +466,17 @@ PYBIND11_MODULE(_crayon, m) {
             raise_missing_byte(err);
           }
         }
-        return to_list(out);
+        return pe.to_list(out);
       })
-      .def("token_byte_values", [](const Engine& e) {
+      .def("token_byte_values", [](const PyEngine& pe) {
+        const Engine& e = *pe;
         std::vector<std::string_view> v = e.sorted_mergeable();
         py::list out(v.size());
         for (size_t i = 0; i < v.size(); ++i) out[i] = py::bytes(v[i].data(), v[i].size());
         return out;
       })
-      .def("encode_with_unstable", [](const Engine& e, const py::str& text, const py::bytes& allowed) {
+      .def("encode_with_unstable", [](const PyEngine& pe, const py::str& text, const py::bytes& allowed) {
+        const Engine& e = *pe;
         std::string_view t = utf8_view(text);
         std::vector<uint8_t> mask = mask_from(allowed);
         std::pair<std::vector<uint32_t>, std::vector<std::vector<uint32_t>>> r;
@@ -437,7 +485,7 @@ PYBIND11_MODULE(_crayon, m) {
           r = e.encode_with_unstable(t, mask);
         }
         py::list completions(r.second.size());
-        for (size_t i = 0; i < r.second.size(); ++i) completions[i] = to_list(r.second[i]);
-        return py::make_tuple(to_list(r.first), completions);
+        for (size_t i = 0; i < r.second.size(); ++i) completions[i] = pe.to_list(r.second[i]);
+        return py::make_tuple(pe.to_list(r.first), completions);
       });
 }

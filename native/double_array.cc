@@ -84,6 +84,34 @@ void sort_keys(std::vector<Key>& keys) {
   keys = std::move(sorted);
 }
 
+// A doubly linked list over slot indices, kept in increasing index order (slots are only ever
+// appended in order, or removed).
+struct SlotList {
+  static constexpr int32_t kNil = -1;
+  std::vector<int32_t> next, prev;
+  int32_t head = kNil, tail = kNil;
+
+  void resize(size_t n) {
+    next.resize(n, kNil);
+    prev.resize(n, kNil);
+  }
+  // Appends t, which must be past every slot in the list and below the size.
+  void append(int32_t t) {
+    next[t] = kNil;
+    prev[t] = tail;
+    if (tail != kNil) next[tail] = t;
+    else head = t;
+    tail = t;
+  }
+  void remove(int32_t t) {
+    const int32_t p = prev[t], n = next[t];
+    if (p != kNil) next[p] = n;
+    else head = n;
+    if (n != kNil) prev[n] = p;
+    else tail = p;
+  }
+};
+
 class Builder {
  public:
   DoubleArrayData build(std::vector<Key> keys) {
@@ -96,8 +124,7 @@ class Builder {
     }
 
     grow(256 + 1);
-    check_[0] = -1;  // the root: never free, never a child (every child index is >= 1)
-    unlink(0);
+    take(0);  // the root: never free, never a child (every child index is >= 1); check[0] == -1
 
     // Depth-first over key ranges: (node, [begin, end) in `keys`, depth = bytes consumed so far).
     struct Item {
@@ -107,7 +134,7 @@ class Builder {
     std::vector<Item> stack;
     if (!keys.empty()) stack.push_back({0, 0, keys.size(), 0});
     std::vector<uint8_t> labels;
-    std::vector<size_t> bounds;  // bounds[i], bounds[i+1]: the sub-range of child labels[i]
+    std::vector<size_t> bounds;  // [bounds[i], bounds[i+1]): the keys below child labels[i]
     while (!stack.empty()) {
       const Item it = stack.back();
       stack.pop_back();
@@ -132,10 +159,8 @@ class Builder {
       const int32_t base = find_base(labels);
       base_[it.node] = base;
       for (uint8_t c : labels) {
-        const int32_t t = base + c;
-        check_[t] = it.node;
-        unlink(t);
-        used_end_ = std::max(used_end_, t + 1);
+        take(base + c);
+        check_[base + c] = it.node;
       }
       for (size_t i = labels.size(); i-- > 0;) {  // pushed in reverse: smallest byte placed first
         stack.push_back({base + labels[i], bounds[i], bounds[i + 1], it.depth + 1});
@@ -144,51 +169,45 @@ class Builder {
 
     DoubleArrayData d;
     const size_t n = static_cast<size_t>(used_end_);
-    base_.resize(n);
-    check_.resize(n);
-    value_.resize(n);
-    base_.shrink_to_fit();
-    check_.shrink_to_fit();
-    value_.shrink_to_fit();
-    d.base = std::move(base_);
-    d.check = std::move(check_);
-    d.value = std::move(value_);
+    d.base.assign(base_.begin(), base_.begin() + n);
+    d.check.assign(check_.begin(), check_.begin() + n);
+    d.value.assign(value_.begin(), value_.begin() + n);
     return d;
   }
 
  private:
-  static constexpr int32_t kNil = -1;
-  static constexpr uint16_t kMaxFailures = 16;
+  static constexpr int32_t kNil = SlotList::kNil;
+  static constexpr uint8_t kMaxFailures = 16;
 
-  bool is_free(int64_t t) const { return t >= capacity() || check_[t] == -1; }
   int32_t capacity() const { return static_cast<int32_t>(check_.size()); }
+  bool is_free(int64_t t) const { return t >= capacity() || free_[t]; }
 
   // First fit for `labels` (sorted, distinct, non-empty). Grows the arrays to hold every child.
   int32_t find_base(const std::vector<uint8_t>& labels) {
     const int32_t c0 = labels.front();
     int32_t base = -1;
     if (labels.size() == 1) {
-      // Any free slot fits a single child; the first one with base >= 0 is near the head.
-      for (int32_t f = head_; f != kNil; f = next_[f]) {
+      // Any free slot fits a single child; only the first 255 slots can be too small for c0.
+      for (int32_t f = free_list_.head; f != kNil; f = free_list_.next[f]) {
         if (f >= c0) {
           base = f - c0;
           break;
         }
       }
     } else {
-      while (branch_head_ != kNil && failures_[branch_head_] > kMaxFailures) {
-        branch_head_ = next_[branch_head_];
-      }
-      for (int32_t f = branch_head_; f != kNil; f = next_[f]) {
-        if (f < c0 || failures_[f] > kMaxFailures) continue;
-        const int64_t cand = int64_t{f} - c0;
-        bool fits = true;
-        for (size_t i = 1; i < labels.size() && fits; ++i) fits = is_free(cand + labels[i]);
-        if (fits) {
-          base = static_cast<int32_t>(cand);
-          break;
+      for (int32_t f = open_list_.head; f != kNil;) {
+        const int32_t next = open_list_.next[f];
+        if (f >= c0) {
+          const int64_t cand = int64_t{f} - c0;
+          bool fits = true;
+          for (size_t i = 1; i < labels.size() && fits; ++i) fits = is_free(cand + labels[i]);
+          if (fits) {
+            base = static_cast<int32_t>(cand);
+            break;
+          }
+          if (++failures_[f] >= kMaxFailures) open_list_.remove(f);  // closed: single children only
         }
-        ++failures_[f];
+        f = next;
       }
     }
     if (base < 0) base = std::max(capacity() - c0, 0);  // past the end everything is free
@@ -197,7 +216,7 @@ class Builder {
     return base;
   }
 
-  // Extends the arrays to hold at least `min_size` slots; new slots are free and join the list.
+  // Extends the arrays to hold at least `min_size` slots; new slots are free and join both lists.
   void grow(int64_t min_size) {
     const int64_t limit = std::numeric_limits<int32_t>::max();
     if (min_size > limit) throw std::length_error("build_double_array: trie exceeds int32 slots");
@@ -206,33 +225,30 @@ class Builder {
     base_.resize(n, 0);
     check_.resize(n, -1);
     value_.resize(n, -1);
-    next_.resize(n, kNil);
-    prev_.resize(n, kNil);
+    free_.resize(n, 1);
     failures_.resize(n, 0);
+    free_list_.resize(n);
+    open_list_.resize(n);
     for (int32_t t = old; t < n; ++t) {
-      prev_[t] = tail_;
-      if (tail_ != kNil) next_[tail_] = t;
-      else head_ = t;
-      tail_ = t;
-      if (branch_head_ == kNil) branch_head_ = t;
+      free_list_.append(t);
+      open_list_.append(t);
     }
   }
 
-  // Takes slot t off the free list (t must be on it).
-  void unlink(int32_t t) {
-    const int32_t p = prev_[t], n = next_[t];
-    if (p != kNil) next_[p] = n;
-    else head_ = n;
-    if (n != kNil) prev_[n] = p;
-    else tail_ = p;
-    if (branch_head_ == t) branch_head_ = n;
+  // Marks slot t used (it must be free and inside the arrays).
+  void take(int32_t t) {
+    free_[t] = 0;
+    free_list_.remove(t);
+    if (failures_[t] < kMaxFailures) open_list_.remove(t);
+    used_end_ = std::max(used_end_, t + 1);
   }
 
   std::vector<int32_t> base_, check_, value_;
-  std::vector<int32_t> next_, prev_;  // the free list, in index order
-  std::vector<uint16_t> failures_;    // times each free slot failed as a branching node's c0
-  int32_t head_ = kNil, tail_ = kNil, branch_head_ = kNil;
-  int32_t used_end_ = 1;  // one past the last used slot (the root is slot 0)
+  std::vector<uint8_t> free_;      // free_[t]: slot t is unused (check_ can't tell: the root has -1)
+  std::vector<uint8_t> failures_;  // times slot t failed as a branching node's first child
+  SlotList free_list_;             // every free slot: where single children go
+  SlotList open_list_;             // free slots with < kMaxFailures failures: where branching nodes go
+  int32_t used_end_ = 0;           // one past the last used slot
 };
 
 }  // namespace
