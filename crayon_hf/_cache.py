@@ -30,6 +30,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; cartridges are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         try:
