@@ -6,34 +6,43 @@
 //   one contiguous range, and that range splits into one sub-range per child byte, in increasing
 //   byte order; a key that ends at the node sorts first in its range. So the trie is built
 //   straight from ranges of the sorted keys, depth first with an explicit stack (a key may be
-//   arbitrarily long; recursion could overflow). No pointer trie is ever materialised. Sorting
-//   costs O(total key bytes * log n) at worst and is a small part of the build.
+//   arbitrarily long; recursion could overflow). No pointer trie is ever materialised.
 //
 // * Placement is first fit: for a node with child bytes c0 < c1 < ... < ck, take the first free
-//   slot f (in index order) such that base = f - c0 >= 0 and every base + ci is free. Free slots
-//   sit in a doubly linked list in index order, so the search never looks at used slots and a
-//   slot leaves the list in O(1). Slots past the current end count as free; the arrays grow on
-//   demand and are trimmed to the last used slot at the end.
+//   slot f (in index order) such that base = f - c0 >= 0 and every base + ci is free. Slot 0 (the
+//   root) is never free, so every child lands at index >= 1. Free slots sit in doubly linked
+//   lists in index order, so a search never looks at used slots and a slot leaves a list in O(1).
+//   Slots past the current end count as free; the arrays grow on demand and are trimmed to the
+//   last used slot at the end.
 //
-// * The search for a node with one child is O(1): the head of the list always fits. Nodes with
-//   several children scan the list; over time the front of the list fills up with isolated holes
-//   that suit only single children, and rescanning them for every branching node would make the
-//   build quadratic-ish. So a slot that has failed as c0's position more than kMaxFailures times
-//   is skipped by branching searches from then on (it stays in the list and is still handed to
-//   single-child nodes, so the holes still fill). Branching searches start at `branch_head_`, the
-//   first slot not yet skipped. (This is the same idea as darts' "95% full" start position and
-//   cedar's closed blocks, cut down to one counter per slot.)
+// * A node with one child takes the first free slot (>= c0): O(1) once the first 256 slots are
+//   used. A node with several children scans `open_list_`. Over time the front of the arrays fills
+//   with isolated holes that only single children fit; rescanning them for every branching node
+//   is quadratic. So a slot that has failed kMaxFailures times as a branching node's c0 leaves
+//   the open list (it stays in `free_list_`, and single children still fill it). Apart from
+//   stepping over slots below c0 (only among the first 255), every step of a branching search
+//   either places the node or counts a failure, so all branching searches together make
+//   O(kMaxFailures * slots + nodes) probes. This is darts' "95% full" start
+//   position and cedar's closed blocks, cut down to one counter per slot.
 //
-// Rejected: breadth-first placement (it packs about as well but scatters each key's path across
-// the arrays, hurting lookups, which walk one key at a time); a bitmap search over 64-slot words
-// (faster on dense fan-outs, but the list plus skipping is already far under budget for real
-// vocabularies and is simpler to check).
+// Measured (one core, g++ -O2; tests/native/test_double_array.cc prints these for real vocabs):
+//   o200k_base: 200k keys, 421,661 nodes -> 421,803 slots (fill 0.9997), about 45-55 ms, of which
+//   about 20 ms is the sort. Sorting (first 8 bytes, index) pairs instead of the key views cut the
+//   sort from about 40 ms to 20 ms: most comparisons then stay inside one contiguous array.
+//   Without the failure cap, 3000 nodes of ~60 random child bytes took 5.2 s instead of 0.1 s;
+//   with it their fill drops a little (0.62 -> 0.52 on a similar set) and real vocabularies do not
+//   change. kMaxFailures = 16 was the knee between 4 (faster, less dense) and 64 or 256 (3x-10x
+//   slower on that set for a few percent of fill).
+//
+// Not done: packing wide random fan-outs densely (first fit leaves them at fill 0.3-0.5; real
+// vocabularies are mostly single-child chains, which fill the holes); breadth-first order (it
+// would scatter each key's path across the arrays, and lookups walk one key at a time).
 //
 // Invariants of the result (the tests check all of them): size >= 1; check[0] == -1; for every
 // node s, 0 <= base[s] < size, and each child t = base[s] + c satisfies 1 <= t < size and
 // check[t] == s; free slots and leaves have base 0; free slots have check -1 and value -1.
 // Leaves get base 0: child(leaf, c) = c would need check[c] == leaf, and no slot names a leaf as
-// its parent.
+// its parent. The result depends only on the key set, not on the input order.
 #include "double_array.h"
 
 #include <algorithm>
@@ -64,7 +73,7 @@ uint64_t prefix8(std::string_view k) {
 }
 
 // Sorting (prefix, index) pairs instead of the keys themselves keeps most comparisons inside one
-// contiguous array instead of chasing every key's bytes; this halves the build time on o200k.
+// contiguous array instead of chasing every key's bytes (see the measurements above).
 void sort_keys(std::vector<Key>& keys) {
   struct Entry {
     uint64_t prefix;
@@ -172,6 +181,8 @@ class Builder {
     d.base.assign(base_.begin(), base_.begin() + n);
     d.check.assign(check_.begin(), check_.begin() + n);
     d.value.assign(value_.begin(), value_.begin() + n);
+    d.units.resize(n);
+    for (size_t t = 0; t < n; ++t) d.units[t] = DoubleArrayUnit{base_[t], check_[t], value_[t]};
     return d;
   }
 
@@ -264,10 +275,7 @@ DoubleArrayData build_double_array(const std::vector<std::pair<std::string_view,
                                   " (values must be >= 0; -1 marks 'no key here')");
     }
   }
-  DoubleArrayData d = Builder().build(keys);
-  d.units.resize(d.base.size());
-  for (size_t i = 0; i < d.base.size(); ++i) d.units[i] = DoubleArrayUnit{d.base[i], d.check[i], d.value[i]};
-  return d;
+  return Builder().build(keys);
 }
 
 }  // namespace crayon

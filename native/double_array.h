@@ -1,6 +1,6 @@
 // Double-array trie over byte strings.
 //
-//   keys (bytes -> int32 value) --build_double_array--> DoubleArrayData (three int32 arrays)
+//   keys (bytes -> int32 value) --build_double_array--> DoubleArrayData (12-byte units)
 //                                                          | written into a cartridge section
 //                                                          v
 //                                  DoubleArrayView (borrowed pointers, e.g. into an mmap)
@@ -10,7 +10,8 @@
 // 0 <= t < size and check[t] == s (check[0] == -1, free slots have check == -1). value[t] is the
 // value of the key that ends at node t, or -1 when no key ends there.
 //
-// Bounds: every traversal step checks 0 <= t < size before reading check[t], so a view over any
+// Bounds: views must have size >= 1 (the builder guarantees it; loaders reject empty tries).
+// Every traversal step checks 0 <= t < size before reading check[t], so a view over any
 // array contents (even hostile ones) never reads out of range; a damaged trie can only give wrong
 // answers, and the cartridge checksum catches accidental damage. Values are not range-checked
 // here: callers check them against their own tables.
@@ -39,7 +40,9 @@ struct DoubleArrayData {
 };
 
 // Builds a trie holding every key. Keys may come in any order but must be distinct and non-empty;
-// values must be >= 0. Throws std::invalid_argument on a duplicate or empty key.
+// values must be >= 0. Throws std::invalid_argument on a duplicate or empty key or a negative
+// value, std::length_error past int32 slots. The result has at least one slot, check[0] == -1,
+// every child index >= 1, and depends only on the key set, not its order.
 DoubleArrayData build_double_array(const std::vector<std::pair<std::string_view, int32_t>>& keys);
 
 class DoubleArrayView {
