@@ -459,18 +459,27 @@ PYBIND11_MODULE(_crayon, m) {
         const Engine& e = *pe;
         std::string_view v = bytes_view(b);
         std::vector<uint32_t> out;
+        bool missing = false;
+        uint8_t missing_byte = 0;
         if (!v.empty()) {
+          py::gil_scoped_release release;
           try {
             e.byte_pair_encode(reinterpret_cast<const uint8_t*>(v.data()), v.size(), out);
           } catch (const BpeError& err) {
-            raise_missing_byte(err);
+            missing = true;
+            missing_byte = err.byte();
           }
         }
+        if (missing) raise_missing_byte(BpeError(missing_byte));
         return pe.to_list(out);
       })
       .def("token_byte_values", [](const PyEngine& pe) {
         const Engine& e = *pe;
-        std::vector<std::string_view> v = e.sorted_mergeable();
+        std::vector<std::string_view> v;
+        {
+          py::gil_scoped_release release;
+          v = e.sorted_mergeable();
+        }
         py::list out(v.size());
         for (size_t i = 0; i < v.size(); ++i) out[i] = py::bytes(v[i].data(), v[i].size());
         return out;
