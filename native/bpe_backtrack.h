@@ -166,7 +166,7 @@ struct BacktrackScratch {
     uint64_t key = 0;
     bool valid = false;
   };
-  static constexpr size_t kMemoSize = 4096;
+  static constexpr size_t kMemoSize = 1 << 14;
   std::vector<PairMemo> memo;
   std::vector<uint64_t> dead_end_free;  // bit p set: position p is not known to be a dead end
   std::vector<uint32_t> lens;           // byte length of each token on the stack

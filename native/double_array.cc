@@ -182,7 +182,7 @@ class Builder {
     d.check.assign(check_.begin(), check_.begin() + n);
     d.value.assign(value_.begin(), value_.begin() + n);
     d.units.resize(n);
-    for (size_t t = 0; t < n; ++t) d.units[t] = DoubleArrayUnit{base_[t], check_[t], value_[t]};
+    for (size_t t = 0; t < n; ++t) d.units[t] = DoubleArrayUnit{base_[t], check_[t]};
     return d;
   }
 

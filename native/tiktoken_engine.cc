@@ -17,8 +17,10 @@ constexpr uint32_t kMETA = fourcc("META");
 constexpr uint32_t kTOKO = fourcc("TOKO");
 constexpr uint32_t kTOKB = fourcc("TOKB");
 constexpr uint32_t kTOKK = fourcc("TOKK");
-constexpr uint32_t kBTRI = fourcc("BTRI");  // double-array trie of the mergeable tokens
-constexpr uint32_t kSTRI = fourcc("STRI");  // double-array trie of the special tokens
+constexpr uint32_t kBTRI = fourcc("BTRI");  // double-array trie of the mergeable tokens: units
+constexpr uint32_t kBTVA = fourcc("BTVA");  //   and values
+constexpr uint32_t kSTRI = fourcc("STRI");  // double-array trie of the special tokens: units
+constexpr uint32_t kSTVA = fourcc("STVA");  //   and values
 constexpr uint32_t kSPID = fourcc("SPID");
 constexpr uint32_t kSPTO = fourcc("SPTO");
 // Backtracking-encoder tables (optional: without them the engine uses the heap encoder).
@@ -42,15 +44,18 @@ struct TkHeader {
 };
 static_assert(sizeof(TkHeader) == 32, "TKHD is 32 bytes");
 
-void add_trie(CartridgeWriter& w, uint32_t id, const DoubleArrayData& d) {
-  w.add_array(id, d.units, kSectionRequired);
+void add_trie(CartridgeWriter& w, uint32_t units_id, uint32_t values_id, const DoubleArrayData& d) {
+  w.add_array(units_id, d.units, kSectionRequired);
+  w.add_array(values_id, d.value, kSectionRequired);
 }
 
-DoubleArrayView load_trie(const Cartridge& c, uint32_t id) {
-  size_t n;
-  const DoubleArrayUnit* units = c.array<DoubleArrayUnit>(id, &n);
-  if (n == 0 || n > 0x7FFFFFFF) c.fail("trie " + fourcc_name(id) + " has an invalid size");
-  return DoubleArrayView(units, static_cast<uint32_t>(n));
+DoubleArrayView load_trie(const Cartridge& c, uint32_t units_id, uint32_t values_id) {
+  size_t n, nv;
+  const DoubleArrayUnit* units = c.array<DoubleArrayUnit>(units_id, &n);
+  const int32_t* values = c.array<int32_t>(values_id, &nv);
+  if (n == 0 || n > 0x7FFFFFFF) c.fail("trie " + fourcc_name(units_id) + " has an invalid size");
+  if (nv != n) c.fail("trie values " + fourcc_name(values_id) + " do not match its units");
+  return DoubleArrayView(units, values, static_cast<uint32_t>(n));
 }
 
 // Unicode White_Space (Rust's char::is_whitespace), used by encode_with_unstable.
@@ -205,8 +210,8 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   w.add_array(kTOKO, offsets, kSectionRequired);
   w.add(kTOKB, blob, kSectionRequired);
   w.add_array(kTOKK, kinds, kSectionRequired);
-  add_trie(w, kBTRI, bpe_trie);
-  add_trie(w, kSTRI, special_trie);
+  add_trie(w, kBTRI, kBTVA, bpe_trie);
+  add_trie(w, kSTRI, kSTVA, special_trie);
   w.add_array(kSPID, special_ids, kSectionRequired);
   w.add_array(kSPTO, special_text_offsets, kSectionRequired);
   w.add(kSPTB, special_text, kSectionRequired);
@@ -219,7 +224,7 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
 
 TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : cartridge_(std::move(cartridge)) {
   const Cartridge& c = *cartridge_;
-  static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTRI, kSTRI, kSPID, kSPTO, kSPTB,
+  static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTRI, kBTVA, kSTRI, kSTVA, kSPID, kSPTO, kSPTB,
                                     kBSPL, kBSPR, kBSLW, kBPAR};
   for (const SectionInfo& s : c.sections()) {
     const bool known = std::find(std::begin(kKnown), std::end(kKnown), s.id) != std::end(kKnown);
@@ -248,7 +253,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : car
     c.fail("TOKO does not span TOKB");
   }
   bpe_.n_ids = h.n_ids;
-  bpe_.trie = load_trie(c, kBTRI);
+  bpe_.trie = load_trie(c, kBTRI, kBTVA);
   fill_byte_ranks(bpe_);
 
   size_t n_sp;
@@ -264,7 +269,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : car
   special_text_ = sptb.data();
   special_text_size_ = sptb.size();
   if (n_spto != uint64_t{n_specials_} + 1) c.fail("SPTO does not have n_specials + 1 entries");
-  specials_ = SpecialTokenMatcher(load_trie(c, kSTRI), n_specials_);
+  specials_ = SpecialTokenMatcher(load_trie(c, kSTRI, kSTVA), n_specials_);
 
   if (c.find(kBSPL) != nullptr && c.find(kBSPR) != nullptr && c.find(kBPAR) != nullptr) {
     size_t nl, nr, np;

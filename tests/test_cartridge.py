@@ -85,7 +85,7 @@ def test_header_fields(saved):
     assert info["checksum_ok"]
     assert info["file_size"] == os.path.getsize(saved)
     ids = [s["id"] for s in info["sections"]]
-    assert {"TKHD", "META", "TOKO", "TOKB", "TOKK", "BTRI", "STRI", "SPID", "BSPL", "BSPR", "BPAR"} <= set(ids)
+    assert {"TKHD", "META", "TOKO", "TOKB", "TOKK", "BTRI", "BTVA", "STRI", "STVA", "SPID", "BSPL", "BSPR", "BPAR"} <= set(ids)
     for s in info["sections"]:
         assert s["offset"] % 64 == 0
     meta = json.loads(native.section_bytes(str(saved), "META"))
