@@ -8,6 +8,7 @@
 
 #include "bpe_backtrack.h"
 #include "double_array.h"
+#include "piece_cache.h"
 
 namespace crayon {
 namespace {
@@ -222,7 +223,8 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   return w.finish();
 }
 
-TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : cartridge_(std::move(cartridge)) {
+TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
+    : cartridge_(std::move(cartridge)), owner_(new_memo_owner()) {
   const Cartridge& c = *cartridge_;
   static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTRI, kBTVA, kSTRI, kSTVA, kSPID, kSPTO, kSPTB,
                                     kBSPL, kBSPR, kBSLW, kBPAR};
@@ -286,7 +288,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge) : car
       backtrack_.slow = c.array<uint8_t>(kBSLW, &ns);
       if (ns != h.n_ids) c.fail("BSLW does not have n_ids entries");
     }
-    backtrack_.memo_owner = new_memo_owner();
+    backtrack_.memo_owner = owner_;
     use_backtrack_ = true;
   }
 }
@@ -316,11 +318,15 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
     out.push_back(static_cast<uint32_t>(whole));
     return;
   }
+  PieceCache& cache = PieceCache::local();
+  if (cache.lookup(owner_, piece, n, out)) return;
+  const size_t before = out.size();
   if (use_backtrack_) {
     bpe_encode_backtrack(bpe_, backtrack_, piece, n, out);
   } else {
     bpe_encode_heap(bpe_, piece, n, out);
   }
+  cache.store(owner_, piece, n, out.data() + before, out.size() - before);
 }
 
 void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const {

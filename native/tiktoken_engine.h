@@ -96,6 +96,7 @@ class TiktokenEngine {
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
+  uint64_t owner_;  // unique per engine: keys the per-thread memo caches
   SplitPattern pattern_ = SplitPattern::kNone;
   BpeTables bpe_;
   const uint8_t* kinds_ = nullptr;
