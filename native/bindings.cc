@@ -64,10 +64,31 @@ uint32_t id_from(const py::handle& h) {
 // Token ids from any Python sequence of ints, as u32 (OverflowError outside [0, 2**32), like
 // tiktoken's Vec<u32> conversion).
 std::vector<uint32_t> ids_from(const py::handle& seq) {
-  if (py::isinstance<py::array>(seq)) {
+  PyObject* o = seq.ptr();
+  std::vector<uint32_t> out;
+  if (PyList_Check(o) || PyTuple_Check(o)) {
+    // The common case, read straight from the item array (no iterator, no temporary handles).
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    PyObject** items = PySequence_Fast_ITEMS(o);
+    out.resize(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = items[i];
+      if (PyLong_CheckExact(item)) {
+        const unsigned long v = PyLong_AsUnsignedLong(item);
+        if (!(v == static_cast<unsigned long>(-1) && PyErr_Occurred()) && v <= 0xFFFFFFFFUL) {
+          out[static_cast<size_t>(i)] = static_cast<uint32_t>(v);
+          continue;
+        }
+        PyErr_Clear();
+      }
+      out[static_cast<size_t>(i)] = id_from(item);
+    }
+    return out;
+  }
+  if (PyObject_CheckBuffer(o) && py::isinstance<py::array>(seq)) {
     auto a = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(seq);
     if (!a) throw py::type_error("token ids must be integers");
-    std::vector<uint32_t> out(static_cast<size_t>(a.size()));
+    out.resize(static_cast<size_t>(a.size()));
     const int64_t* d = a.data();
     for (size_t i = 0; i < out.size(); ++i) {
       if (d[i] < 0 || d[i] > 0xFFFFFFFFLL) {
@@ -79,7 +100,6 @@ std::vector<uint32_t> ids_from(const py::handle& seq) {
     return out;
   }
   py::sequence s = py::reinterpret_borrow<py::sequence>(seq);
-  std::vector<uint32_t> out;
   out.reserve(static_cast<size_t>(py::len(s)));
   for (py::handle h : s) out.push_back(id_from(h));
   return out;
@@ -412,6 +432,22 @@ PYBIND11_MODULE(_crayon, m) {
         if (!ok) raise_bad_token(bad);
         return py::bytes(out);
       })
+      .def("decode", [](const PyEngine& pe, const py::handle& ids, const std::string& errors) {
+        const Engine& e = *pe;
+        std::vector<uint32_t> v = ids_from(ids);
+        std::string out;
+        uint32_t bad = 0;
+        bool ok;
+        {
+          py::gil_scoped_release release;
+          ok = e.decode(v.data(), v.size(), out, &bad);
+        }
+        if (!ok) raise_bad_token(bad);
+        // Straight to str: the same result as bytes.decode("utf-8", errors), one copy fewer.
+        PyObject* text = PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), errors.c_str());
+        if (text == nullptr) throw py::error_already_set();
+        return py::reinterpret_steal<py::str>(text);
+      }, py::arg("ids"), py::arg("errors"))
       .def("decode_bytes_batch", [](const PyEngine& pe, const py::handle& batch, size_t num_threads) {
         const Engine& e = *pe;
         std::vector<std::vector<uint32_t>> in;

@@ -305,7 +305,7 @@ class Encoding:
         'hello world'
         ```
         """
-        return self._engine.decode_bytes(tokens).decode("utf-8", errors=errors)
+        return self._engine.decode(tokens, errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """Decodes a token into bytes (special tokens included). Raises `KeyError` if the token is
