@@ -8,7 +8,6 @@
 
 #include "bpe_backtrack.h"
 #include "double_array.h"
-#include "piece_cache.h"
 
 namespace crayon {
 namespace {
@@ -316,17 +315,11 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   const int32_t whole = token_rank(bpe_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
-    return;
-  }
-  PieceCache& cache = PieceCache::local();
-  if (cache.lookup(owner_, piece, n, out)) return;
-  const size_t before = out.size();
-  if (use_backtrack_) {
+  } else if (use_backtrack_) {
     bpe_encode_backtrack(bpe_, backtrack_, piece, n, out);
   } else {
     bpe_encode_heap(bpe_, piece, n, out);
   }
-  cache.store(owner_, piece, n, out.data() + before, out.size() - before);
 }
 
 void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const {
