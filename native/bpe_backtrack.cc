@@ -181,6 +181,26 @@ std::vector<PairEntry> build_pair_table(const BpeSplits& s) {
   return table;
 }
 
+std::vector<uint64_t> build_pair_bloom(const BpeSplits& s) {
+  const uint32_t n = static_cast<uint32_t>(s.left.size());
+  uint64_t count = 0;
+  for (uint32_t id = 0; id < n; ++id) count += s.left[id] != kNo && s.left[id] != id;
+  uint64_t words = 1;
+  while (words * 64 < count * 10) words <<= 1;
+  std::vector<uint64_t> bloom(words, 0);
+  const uint64_t mask = words * 64 - 1;
+  for (uint32_t id = 0; id < n; ++id) {
+    const uint32_t l = s.left[id];
+    if (l == kNo || l == id) continue;
+    const uint64_t h = pair_hash(pair_key(l, s.right[id]));
+    const uint64_t i = h & mask;
+    const uint64_t j = (h >> 32) & mask;
+    bloom[i >> 6] |= uint64_t{1} << (i & 63);
+    bloom[j >> 6] |= uint64_t{1} << (j & 63);
+  }
+  return bloom;
+}
+
 bool validate_pair_table(uint32_t capacity) { return capacity <= 0x7FFFFFFFu; }
 
 namespace {

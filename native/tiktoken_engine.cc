@@ -28,6 +28,7 @@ constexpr uint32_t kBSPL = fourcc("BSPL");
 constexpr uint32_t kBSPR = fourcc("BSPR");
 constexpr uint32_t kBSLW = fourcc("BSLW");
 constexpr uint32_t kBPAR = fourcc("BPAR");
+constexpr uint32_t kBPBF = fourcc("BPBF");  // Bloom filter in front of BPAR
 constexpr uint32_t kSPTB = fourcc("SPTB");
 
 constexpr uint32_t kEngineTiktoken = 1;
@@ -184,6 +185,7 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   fill_byte_ranks(tables);
   const BpeSplits splits = compute_bpe_splits(tables);
   const std::vector<PairEntry> pairs = build_pair_table(splits);
+  const std::vector<uint64_t> pair_bloom = build_pair_bloom(splits);
 
   std::vector<std::pair<std::string_view, int32_t>> special_keys;
   std::vector<uint32_t> special_ids;
@@ -219,6 +221,7 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   w.add_array(kBSPR, splits.right);
   if (!splits.slow.empty()) w.add_array(kBSLW, splits.slow);
   w.add_array(kBPAR, pairs);
+  w.add_array(kBPBF, pair_bloom);
   return w.finish();
 }
 
@@ -226,7 +229,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     : cartridge_(std::move(cartridge)), owner_(new_memo_owner()) {
   const Cartridge& c = *cartridge_;
   static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTRI, kBTVA, kSTRI, kSTVA, kSPID, kSPTO, kSPTB,
-                                    kBSPL, kBSPR, kBSLW, kBPAR};
+                                    kBSPL, kBSPR, kBSLW, kBPAR, kBPBF};
   for (const SectionInfo& s : c.sections()) {
     const bool known = std::find(std::begin(kKnown), std::end(kKnown), s.id) != std::end(kKnown);
     if (!known && (s.flags & kSectionRequired)) {
@@ -282,6 +285,12 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     backtrack_.split_left = left;
     backtrack_.split_right = right;
     backtrack_.pairs = PairTableView(pairs, static_cast<uint32_t>(np));
+    if (c.find(kBPBF) != nullptr) {
+      size_t nb;
+      const uint64_t* bloom = c.array<uint64_t>(kBPBF, &nb);
+      if (nb == 0 || (nb & (nb - 1)) != 0) c.fail("BPBF size is not a power of two");
+      backtrack_.pairs.set_bloom(bloom, nb);
+    }
     if (c.find(kBSLW) != nullptr) {
       size_t ns;
       backtrack_.slow = c.array<uint8_t>(kBSLW, &ns);
