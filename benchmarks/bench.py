@@ -13,6 +13,7 @@ fresh process (import + load).
 
     python benchmarks/bench.py                       # all tiktoken vocabularies, default corpora
     python benchmarks/bench.py --vocab cl100k_base --corpus en_gutenberg_big.txt --reps 3
+    python benchmarks/bench.py --isolated            # also each library alone in its own process
 
 Writes benchmarks/results/tiktoken.{md,json,png}.
 """
@@ -199,6 +200,49 @@ def bench_vocab(name: str, corpora: list[str], reps: int, slice_bytes: int) -> d
     return result
 
 
+def isolated_speeds(lib: str, name: str, corpus: str, reps: int, slice_bytes: int) -> list[float]:
+    """Worker for --isolated: one library alone in this process, new text every pass."""
+    from crayon_hf.tiktoken._encodings import KNOWN_ENCODINGS
+
+    k = KNOWN_ENCODINGS[name]
+    rank_path = str(SHARED / "vocab" / "tiktoken" / f"{k.rank_file}.tiktoken")
+    if lib == "tiktoken":
+        import tiktoken
+        import tiktoken.load
+
+        enc = tiktoken.Encoding(
+            name, pat_str=k.pat_str, mergeable_ranks=tiktoken.load.load_tiktoken_bpe(rank_path), special_tokens=k.special_tokens
+        )
+    else:
+        import crayon_hf.tiktoken as tk
+
+        enc = tk.get_encoding(name) if k.bundled else tk.Encoding(
+            name, pat_str=k.pat_str, mergeable_ranks=tk.load.load_tiktoken_bpe(rank_path), special_tokens=k.special_tokens
+        )
+    passes = split_passes(documents(SHARED / "corpora" / corpus, reps * slice_bytes), reps)
+    speeds = []
+    for p in passes:
+        nbytes = sum(len(d.encode("utf-8")) for d in p)
+        speeds.append(nbytes / timed(lambda: [enc.encode_ordinary(d) for d in p], 1)[0] / 2**20)
+    return speeds
+
+
+def run_isolated(vocabs: list[str], corpora: list[str], reps: int, slice_bytes: int) -> dict:
+    """Each library alone in its own process (no shared caches), new text every pass."""
+    out: dict = {}
+    for name in vocabs:
+        for corpus in corpora:
+            row = {}
+            for lib in ("tiktoken", "crayon"):
+                cmd = [sys.executable, __file__, "--worker", lib, name, corpus, str(reps), str(slice_bytes)]
+                res = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=tempfile.gettempdir())
+                row[lib] = statistics.median(json.loads(res.stdout.strip().splitlines()[-1]))
+            row["ratio"] = row["crayon"] / row["tiktoken"]
+            out.setdefault(name, {})[corpus] = row
+            print(f"isolated {name:12s} {corpus:26s} tiktoken {row['tiktoken']:6.1f}  crayon {row['crayon']:6.1f} MiB/s  x{row['ratio']:.2f}", flush=True)
+    return out
+
+
 def fresh_process_load(code: str, reps: int = 5) -> float:
     """Median wall time of `python -c code` in a fresh interpreter, in ms."""
     times = []
@@ -233,9 +277,11 @@ def machine() -> dict:
     }
 
 
-def write_results(results: list[dict], info: dict) -> None:
+def write_results(results: list[dict], info: dict, isolated: dict | None = None) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "tiktoken.json").write_text(json.dumps({"machine": info, "results": results}, indent=2) + "\n")
+    (RESULTS / "tiktoken.json").write_text(
+        json.dumps({"machine": info, "results": results, "isolated": isolated}, indent=2) + "\n"
+    )
     lines = [
         f"# crayon-hf vs tiktoken {info['versions']['tiktoken']}",
         "",
@@ -266,6 +312,19 @@ def write_results(results: list[dict], info: dict) -> None:
             f"| {ld['tiktoken_in_process_ms']:.1f} / {ld['crayon_in_process_ms']:.3f} "
             f"| {ld['tiktoken_fresh_process_ms']:.0f} / {ld['crayon_fresh_process_ms']:.0f} | {ld['cartridge_bytes'] / 1e6:.1f} |"
         )
+    if isolated:
+        lines += [
+            "",
+            "Isolated: each library alone in its own pinned process (no shared caches), same new-text passes, median MiB/s.",
+            "",
+            "| vocab | corpus | tiktoken | crayon | ratio |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for name, rows in isolated.items():
+            for corpus, row in rows.items():
+                lines.append(
+                    f"| {name} | {corpus.rsplit('.', 1)[0]} | {row['tiktoken']:.1f} | {row['crayon']:.1f} | **{row['ratio']:.2f}x** |"
+                )
     (RESULTS / "tiktoken.md").write_text("\n".join(lines) + "\n")
     try:
         plot(results, info)
@@ -306,13 +365,26 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=5, help="passes per library, each over new text")
     p.add_argument("--slice-bytes", type=int, default=256 << 10, help="bytes of new text per pass (default 256 KiB)")
     p.add_argument("--no-pin", action="store_true", help="do not pin the process to one core")
+    p.add_argument("--isolated", action="store_true", help="also run each library alone in its own process")
+    p.add_argument("--worker", nargs=5, metavar=("LIB", "VOCAB", "CORPUS", "REPS", "SLICE"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.worker:
+        lib, name, corpus, reps, slice_bytes = args.worker
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        print(json.dumps(isolated_speeds(lib, name, corpus, int(reps), int(slice_bytes))))
+        return
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     os.environ.setdefault("RAYON_NUM_THREADS", "1")
     info = machine()
     results = [bench_vocab(v, args.corpus or DEFAULT_CORPORA, args.reps, args.slice_bytes) for v in args.vocab or VOCABS]
-    write_results(results, info)
+    isolated = (
+        run_isolated(args.vocab or VOCABS, args.corpus or DEFAULT_CORPORA, args.reps, args.slice_bytes)
+        if args.isolated
+        else None
+    )
+    write_results(results, info, isolated)
     print(f"wrote {RESULTS}/tiktoken.md, .json, .png")
 
 
