@@ -191,6 +191,20 @@ class PyEngine {
   mutable std::vector<PyObject*> ints_;
 };
 
+// The bytes of a sequence of ids (KeyError on an id that is not a token), decoded without the GIL.
+std::string decode_ids(const TiktokenEngine& e, const py::handle& ids) {
+  const std::vector<uint32_t> v = ids_from(ids);
+  std::string out;
+  uint32_t bad = 0;
+  bool ok;
+  {
+    py::gil_scoped_release release;
+    ok = e.decode(v.data(), v.size(), out, &bad);
+  }
+  if (!ok) raise_bad_token(bad);
+  return out;
+}
+
 py::dict cartridge_info(const Cartridge& c) {
   py::dict d;
   d["label"] = c.label();
@@ -419,30 +433,9 @@ PYBIND11_MODULE(_crayon, m) {
       }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
       "Encodes many texts in parallel. Returns the list of id lists, or (text index, special index) "
       "for the first text holding a disallowed special token.")
-      .def("decode_bytes", [](const PyEngine& pe, const py::handle& ids) {
-        const Engine& e = *pe;
-        std::vector<uint32_t> v = ids_from(ids);
-        std::string out;
-        uint32_t bad = 0;
-        bool ok;
-        {
-          py::gil_scoped_release release;
-          ok = e.decode(v.data(), v.size(), out, &bad);
-        }
-        if (!ok) raise_bad_token(bad);
-        return py::bytes(out);
-      })
+      .def("decode_bytes", [](const PyEngine& pe, const py::handle& ids) { return py::bytes(decode_ids(*pe, ids)); })
       .def("decode", [](const PyEngine& pe, const py::handle& ids, const std::string& errors) {
-        const Engine& e = *pe;
-        std::vector<uint32_t> v = ids_from(ids);
-        std::string out;
-        uint32_t bad = 0;
-        bool ok;
-        {
-          py::gil_scoped_release release;
-          ok = e.decode(v.data(), v.size(), out, &bad);
-        }
-        if (!ok) raise_bad_token(bad);
+        const std::string out = decode_ids(*pe, ids);
         // Straight to str: the same result as bytes.decode("utf-8", errors), one copy fewer.
         PyObject* text = PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), errors.c_str());
         if (text == nullptr) throw py::error_already_set();
