@@ -36,6 +36,7 @@
 #include "bpe.h"
 #include "bpe_backtrack.h"
 #include "double_array.h"
+#include "base64.h"
 
 using namespace crayon;
 
@@ -70,29 +71,9 @@ std::vector<std::string> list_dir(const std::string& dir, const std::string& suf
   return names;
 }
 
-int b64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
 std::string b64_decode(const std::string& s) {
   std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : s) {
-    const int v = b64_value(c);
-    if (v < 0) continue;  // '=' padding
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
+  crayon_test::decode_base64(s, &out);
   return out;
 }
 

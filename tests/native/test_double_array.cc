@@ -10,6 +10,7 @@
 // asserted. Run it under -fsanitize=address,undefined too: the hostile-view test relies on the
 // sanitizer to catch any read out of range.
 #include "double_array.h"
+#include "base64.h"
 
 #include <algorithm>
 #include <chrono>
@@ -384,32 +385,6 @@ void test_hostile_views() {
 
 // ---- Real vocabularies: correctness and timing. ----
 
-bool decode_base64(const std::string& in, std::string* out) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  out->clear();
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=') break;
-    const int x = val(c);
-    if (x < 0) return false;
-    acc = (acc << 6) | static_cast<uint32_t>(x);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return true;
-}
-
 void time_vocab(const char* path) {
   std::ifstream f(path);
   if (!f) {
@@ -424,7 +399,7 @@ void time_vocab(const char* path) {
     const size_t sp = line.find(' ');
     CHECK(sp != std::string::npos);
     if (sp == std::string::npos) return;
-    CHECK(decode_base64(line.substr(0, sp), &token));
+    CHECK(crayon_test::decode_base64(line.substr(0, sp), &token));
     key_bytes += token.size();
     m.emplace(token, static_cast<int32_t>(std::stol(line.substr(sp + 1))));
   }
