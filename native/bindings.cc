@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cartridge.h"
+#include "hf_components.h"
+#include "hf_engine.h"
 #include "parallel.h"
 #include "pretokenize.h"
 #include "tiktoken_engine.h"
@@ -227,10 +229,209 @@ py::dict cartridge_info(const Cartridge& c) {
   return d;
 }
 
+
+// ---- tokenizer.json engine ----------------------------------------------------------------------
+
+ComponentDesc component_from(const py::dict& d) {
+  ComponentDesc c;
+  auto get_str = [&](const char* k) { return d.contains(k) ? py::cast<std::string>(d[k]) : std::string(); };
+  auto get_bool = [&](const char* k, bool dflt) { return d.contains(k) ? py::cast<bool>(d[k]) : dflt; };
+  c.type = get_str("type");
+  c.pattern = get_str("pattern");
+  c.pattern_is_regex = get_bool("regex", false);
+  c.content = get_str("content");
+  c.behavior = get_str("behavior");
+  c.invert = get_bool("invert", false);
+  c.add_prefix_space = get_bool("add_prefix_space", false);
+  c.use_regex = get_bool("use_regex", true);
+  c.individual_digits = get_bool("individual_digits", false);
+  c.left = get_bool("left", false);
+  c.right = get_bool("right", false);
+  return c;
+}
+
+std::vector<AddedToken> added_from(const py::list& items) {
+  std::vector<AddedToken> out;
+  for (py::handle h : items) {
+    py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+    AddedToken a;
+    a.id = py::cast<uint32_t>(t[0]);
+    a.content = py::cast<std::string>(t[1]);
+    a.special = py::cast<bool>(t[2]);
+    a.lstrip = py::cast<bool>(t[3]);
+    a.rstrip = py::cast<bool>(t[4]);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+// Byte offsets (at character boundaries) to character offsets, in place.
+void to_char_offsets(std::string_view text, std::vector<uint32_t>& starts, std::vector<uint32_t>& ends) {
+  bool ascii = true;
+  for (unsigned char c : text) {
+    if (c >= 0x80) { ascii = false; break; }
+  }
+  if (ascii) return;
+  std::vector<uint32_t> chars(text.size() + 1);
+  uint32_t count = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    chars[i] = count;
+    if ((static_cast<uint8_t>(text[i]) & 0xC0) != 0x80) ++count;
+  }
+  // A position inside a character (never produced by the engine) rounds up to the next one.
+  chars[text.size()] = count;
+  for (size_t i = text.size(); i-- > 0;) {
+    if ((static_cast<uint8_t>(text[i]) & 0xC0) == 0x80) chars[i] = chars[i + 1];
+  }
+  for (uint32_t& s : starts) s = chars[std::min<size_t>(s, text.size())];
+  for (uint32_t& e : ends) e = chars[std::min<size_t>(e, text.size())];
+}
+
+py::tuple raw_to_python(std::string_view text, RawEncoding& r) {
+  to_char_offsets(text, r.starts, r.ends);
+  const size_t n = r.ids.size();
+  py::array_t<int64_t> offsets({n, size_t{2}});
+  py::array_t<int64_t> words(n);
+  auto o = offsets.mutable_unchecked<2>();
+  auto w = words.mutable_unchecked<1>();
+  for (size_t i = 0; i < n; ++i) {
+    o(i, 0) = r.starts[i];
+    o(i, 1) = r.ends[i];
+    w(i) = r.words[i];
+  }
+  py::list texts;
+  for (auto& [i, s] : r.token_text) texts.append(py::make_tuple(i, py::str(s.data(), s.size())));
+  return py::make_tuple(to_numpy(std::move(r.ids)), offsets, words, texts);
+}
+
+class PyHfEngine {
+ public:
+  PyHfEngine(const std::string& path, const py::list& normalizers, const py::list& pre_tokenizers,
+             const py::list& added_raw, const py::list& added_normalized) {
+    std::vector<ComponentDesc> norms;
+    for (py::handle h : normalizers) norms.push_back(component_from(py::reinterpret_borrow<py::dict>(h)));
+    HfPipeline p;
+    // Errors name the component as "normalizers[i]" / "pre_tokenizers[i]" (indexes into the flat
+    // lists the converter stored), so the Python face can report its JSON path.
+    try {
+      p.normalizer = make_normalizer(norms);
+    } catch (const UnsupportedComponent& e) {
+      throw UnsupportedComponent(e.index(), "normalizers[" + std::to_string(e.index()) + "]: " + e.what());
+    }
+    size_t i = 0;
+    for (py::handle h : pre_tokenizers) {
+      try {
+        p.pre_tokenizers.push_back(make_pre_tokenizer(component_from(py::reinterpret_borrow<py::dict>(h)), i));
+      } catch (const UnsupportedComponent& e) {
+        throw UnsupportedComponent(i, "pre_tokenizers[" + std::to_string(i) + "]: " + e.what());
+      }
+      ++i;
+    }
+    p.added_raw = added_from(added_raw);
+    p.added_normalized = added_from(added_normalized);
+    engine_ = std::make_shared<const HfEngine>(Cartridge::open(path), std::move(p));
+  }
+  const HfEngine& operator*() const { return *engine_; }
+  const HfEngine* operator->() const { return engine_.get(); }
+
+ private:
+  std::shared_ptr<const HfEngine> engine_;
+};
+
+void bind_hf(py::module_& m) {
+  py::register_exception<UnsupportedComponent>(m, "UnsupportedComponent", PyExc_ValueError);
+
+  m.def("build_hf_cartridge", [](const py::list& byte_tokens, const py::list& merges, uint32_t n_ids,
+                                 int32_t unk_id, bool fuse_unk, bool ignore_merges, const py::bytes& prefix,
+                                 const py::bytes& suffix, const std::string& meta_json,
+                                 const py::bytes& tokenizer_json, const py::bytes& vocab_strings) {
+    HfBpeSource src;
+    src.byte_tokens.reserve(byte_tokens.size());
+    for (py::handle h : byte_tokens) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+      src.byte_tokens.emplace_back(std::string(bytes_view(t[0])), py::cast<uint32_t>(t[1]));
+    }
+    src.merges.reserve(merges.size());
+    for (py::handle h : merges) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+      src.merges.push_back(HfMerge{py::cast<uint32_t>(t[0]), py::cast<uint32_t>(t[1]), py::cast<uint32_t>(t[2])});
+    }
+    src.n_ids = n_ids;
+    src.options.unk_id = unk_id;
+    src.options.fuse_unk = fuse_unk;
+    src.options.ignore_merges = ignore_merges;
+    src.options.prefix = std::string(bytes_view(prefix));
+    src.options.suffix = std::string(bytes_view(suffix));
+    src.meta_json = meta_json;
+    src.tokenizer_json = std::string(bytes_view(tokenizer_json));
+    src.vocab_strings = std::string(bytes_view(vocab_strings));
+    std::string image;
+    {
+      py::gil_scoped_release release;
+      try {
+        image = build_hf_cartridge(src);
+      } catch (const std::exception& e) {
+        py::gil_scoped_acquire gil;
+        throw py::value_error(std::string("cannot build the cartridge: ") + e.what());
+      }
+    }
+    return py::bytes(image);
+  }, "Compiles a byte-level BPE tokenizer.json (already parsed by conversion/hf_json.py) into a cartridge image.");
+
+  py::class_<PyHfEngine>(m, "HfEngine")
+      .def(py::init<const std::string&, const py::list&, const py::list&, const py::list&, const py::list&>(),
+           py::arg("path"), py::arg("normalizers"), py::arg("pre_tokenizers"), py::arg("added_raw"),
+           py::arg("added_normalized"))
+      .def("info", [](const PyHfEngine& pe) { return cartridge_info(pe->cartridge()); })
+      .def_property_readonly("n_ids", [](const PyHfEngine& pe) { return pe->n_ids(); })
+      .def("section", [](const PyHfEngine& pe, const std::string& id) {
+        if (id.size() != 4) throw py::value_error("section ids have 4 characters");
+        const uint32_t f = static_cast<uint32_t>(static_cast<uint8_t>(id[0])) | static_cast<uint32_t>(static_cast<uint8_t>(id[1])) << 8 |
+                           static_cast<uint32_t>(static_cast<uint8_t>(id[2])) << 16 | static_cast<uint32_t>(static_cast<uint8_t>(id[3])) << 24;
+        if (!pe->cartridge().find(f)) return py::object(py::none());
+        const std::string_view b = pe->cartridge().bytes(f);
+        return py::object(py::bytes(b.data(), b.size()));
+      })
+      .def("encode", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
+        const std::string_view t = utf8_view(text);
+        RawEncoding r;
+        {
+          py::gil_scoped_release release;
+          pe->encode(t, encode_special_tokens, r);
+        }
+        return raw_to_python(t, r);
+      }, py::arg("text"), py::arg("encode_special_tokens") = false,
+      "One sequence up to the model: (ids uint32, char offsets int64 (n, 2), word ids int64, "
+      "[(token index, token string)] for added tokens whose string is not their content).")
+      .def("encode_batch", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads) {
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        std::vector<RawEncoding> out(views.size());
+        {
+          py::gil_scoped_release release;
+          parallel_for(views.size(), num_threads, [&](size_t i) { pe->encode(views[i], encode_special_tokens, out[i]); });
+        }
+        py::list result(views.size());
+        for (size_t i = 0; i < out.size(); ++i) result[i] = raw_to_python(views[i], out[i]);
+        return result;
+      }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0)
+      .def("encode_ids", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
+        const std::string_view t = utf8_view(text);
+        RawEncoding r;
+        {
+          py::gil_scoped_release release;
+          pe->encode(t, encode_special_tokens, r);
+        }
+        return to_numpy(std::move(r.ids));
+      }, py::arg("text"), py::arg("encode_special_tokens") = false);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_crayon, m) {
   m.doc() = "crayon-hf native engine";
+  bind_hf(m);
   py::register_exception<CartridgeError>(m, "CartridgeError", PyExc_ValueError);
 
   m.def("xxhash64", [](const py::bytes& data, uint64_t seed) {

@@ -8,6 +8,7 @@
 
 #include "bpe_backtrack.h"
 #include "double_array.h"
+#include "utf8.h"
 
 namespace crayon {
 namespace {
@@ -57,13 +58,6 @@ DoubleArrayView load_trie(const Cartridge& c, uint32_t units_id, uint32_t values
   if (n == 0 || n > 0x7FFFFFFF) c.fail("trie " + fourcc_name(units_id) + " has an invalid size");
   if (nv != n) c.fail("trie values " + fourcc_name(values_id) + " do not match its units");
   return DoubleArrayView(units, values, static_cast<uint32_t>(n));
-}
-
-// Unicode White_Space (Rust's char::is_whitespace), used by encode_with_unstable.
-bool is_white_space(uint32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-         cp == 0x205F || cp == 0x3000;
 }
 
 // Decodes the last UTF-8 character of s; returns its length, or 0 when s does not end with a
@@ -490,7 +484,7 @@ std::pair<std::vector<uint32_t>, std::vector<std::vector<uint32_t>>> TiktokenEng
   if (unstable.size() > 1) {
     uint32_t cp = 0;
     const size_t len = last_utf8_char(unstable, &cp);
-    if (len > 0 && unstable.size() - len > 0 && is_white_space(cp)) {
+    if (len > 0 && unstable.size() - len > 0 && utf8::is_white_space(cp)) {
       std::vector<uint32_t> re;
       const uint8_t* u = reinterpret_cast<const uint8_t*>(unstable.data());
       byte_pair_encode(u, unstable.size() - len, re);

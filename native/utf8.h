@@ -48,4 +48,12 @@ inline Decoded decode(const uint8_t* p, const uint8_t* end) {
   return {kInvalid, 1};
 }
 
+// Unicode White_Space, which is what Rust's char::is_whitespace tests (used by tokenizers for
+// added-token lstrip/rstrip and by tiktoken's encode_with_unstable).
+inline bool is_white_space(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
+}
+
 }  // namespace crayon::utf8

@@ -1,0 +1,298 @@
+"""tokenizer.json -> cartridge, for the byte-level BPE family.
+
+    tokenizer.json --parse_tokenizer_json--> dict
+                   --plan_native--> NativePlan (what the engine needs, flattened)   | Unsupported
+                   --build_hf_cartridge--> cartridge image (bytes)
+
+`plan_native` walks the pipeline the way `tokenizers` would run it and decides, component by
+component, whether the native engine reproduces it exactly. The first component it cannot run
+is reported as an `Unsupported` with its JSON path (``pre_tokenizer.pretokenizers[2]``); the
+Python face then runs the whole tokenizer with the real `tokenizers` library instead. Nothing is
+approximated.
+
+The cartridge keeps the source JSON (section TJSN), so `save()` writes back a tokenizer.json
+that `tokenizers` loads and tokenizes identically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Unsupported",
+    "NativePlan",
+    "parse_tokenizer_json",
+    "plan_native",
+    "build_hf_cartridge",
+    "byte_level_alphabet",
+]
+
+# Components the engine runs natively (the native side re-checks and may still refuse).
+_NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Replace", "Prepend", "Strip"}
+_PRE_TOKENIZERS = {"ByteLevel", "Split", "Digits", "Punctuation", "Whitespace", "WhitespaceSplit"}
+
+
+class Unsupported(Exception):
+    """A component the native engine does not reproduce exactly: `path` is its JSON path."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def byte_level_alphabet() -> list[str]:
+    """GPT-2's bytes_to_unicode: the character standing for each byte, indexed by byte."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars: list[str] = [""] * 256
+    extra = 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(0x100 + extra)
+            extra += 1
+    return chars
+
+
+_CHAR_TO_BYTE = {c: b for b, c in enumerate(byte_level_alphabet())}
+
+
+def _to_bytes(token: str) -> bytes | None:
+    """A byte-level token's bytes, or None when a character is outside the alphabet."""
+    try:
+        return bytes(_CHAR_TO_BYTE[c] for c in token)
+    except KeyError:
+        return None
+
+
+def parse_tokenizer_json(text: str | bytes, source: str = "tokenizer.json") -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{source} is not valid JSON: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise ValueError(f"{source} is not a tokenizer.json: it has no 'model' object")
+    return data
+
+
+def model_type(model: dict[str, Any]) -> str:
+    """The model's type; old files leave it out and `tokenizers` infers it from the fields."""
+    t = model.get("type")
+    if isinstance(t, str):
+        return t
+    if "merges" in model:
+        return "BPE"
+    if "unk_id" in model:
+        return "Unigram"
+    if "max_input_chars_per_word" in model:
+        return "WordPiece"
+    return "WordLevel"
+
+
+@dataclass
+class NativePlan:
+    normalizers: list[dict[str, Any]] = field(default_factory=list)
+    normalizer_paths: list[str] = field(default_factory=list)
+    pre_tokenizers: list[dict[str, Any]] = field(default_factory=list)
+    pre_tokenizer_paths: list[str] = field(default_factory=list)
+    byte_tokens: list[tuple[bytes, int]] = field(default_factory=list)
+    merges: list[tuple[int, int, int]] = field(default_factory=list)
+    vocab_strings: list[str] = field(default_factory=list)
+    n_ids: int = 0
+    unk_id: int = -1
+    fuse_unk: bool = False
+    ignore_merges: bool = False
+    prefix: bytes = b""
+    suffix: bytes = b""
+
+
+def _flatten(node: Any, path: str, list_key: str) -> list[tuple[str, dict[str, Any]]]:
+    if node is None:
+        return []
+    if not isinstance(node, dict) or not isinstance(node.get("type"), str):
+        raise ValueError(f"{path} must be an object with a 'type'")
+    if node["type"] == "Sequence":
+        items = node.get(list_key)
+        if not isinstance(items, list):
+            raise ValueError(f"{path}.{list_key} must be a list")
+        out: list[tuple[str, dict[str, Any]]] = []
+        for i, child in enumerate(items):
+            out.extend(_flatten(child, f"{path}.{list_key}[{i}]", list_key))
+        return out
+    return [(path, node)]
+
+
+def _pattern(d: dict[str, Any], path: str) -> tuple[str, bool]:
+    p = d.get("pattern")
+    if isinstance(p, dict) and isinstance(p.get("Regex"), str):
+        return p["Regex"], True
+    if isinstance(p, dict) and isinstance(p.get("String"), str):
+        return p["String"], False
+    raise Unsupported(path, "pattern must be {'String': ...} or {'Regex': ...}")
+
+
+_BEHAVIORS = {
+    "Removed": "removed",
+    "Isolated": "isolated",
+    "MergedWithPrevious": "merged_with_previous",
+    "MergedWithNext": "merged_with_next",
+    "Contiguous": "contiguous",
+}
+
+
+def _normalizer_desc(path: str, d: dict[str, Any]) -> dict[str, Any]:
+    t = d["type"]
+    if t not in _NORMALIZERS:
+        raise Unsupported(path, f"normalizer {t} is not implemented natively")
+    desc: dict[str, Any] = {"type": t}
+    if t == "Replace":
+        desc["pattern"], desc["regex"] = _pattern(d, path)
+        desc["content"] = str(d.get("content", ""))
+    elif t == "Prepend":
+        desc["pattern"] = str(d.get("prepend", ""))
+    elif t == "Strip":
+        desc["left"] = bool(d.get("strip_left", True))
+        desc["right"] = bool(d.get("strip_right", True))
+    return desc
+
+
+def _pre_tokenizer_desc(path: str, d: dict[str, Any]) -> dict[str, Any]:
+    t = d["type"]
+    if t not in _PRE_TOKENIZERS:
+        raise Unsupported(path, f"pre-tokenizer {t} is not implemented natively")
+    desc: dict[str, Any] = {"type": t}
+    if t == "ByteLevel":
+        desc["add_prefix_space"] = bool(d.get("add_prefix_space", True))
+        desc["use_regex"] = bool(d.get("use_regex", True))
+    elif t == "Split":
+        desc["pattern"], desc["regex"] = _pattern(d, path)
+        behavior = d.get("behavior")
+        if behavior not in _BEHAVIORS:
+            raise Unsupported(path, f"unknown split behavior {behavior!r}")
+        desc["behavior"] = _BEHAVIORS[behavior]
+        desc["invert"] = bool(d.get("invert", False))
+    elif t == "Digits":
+        desc["individual_digits"] = bool(d.get("individual_digits", False))
+    elif t == "Punctuation":
+        behavior = d.get("behavior", "Isolated")
+        if behavior not in _BEHAVIORS:
+            raise Unsupported(path, f"unknown split behavior {behavior!r}")
+        desc["behavior"] = _BEHAVIORS[behavior]
+    return desc
+
+
+def _merge_pair(m: Any, i: int) -> tuple[str, str]:
+    if isinstance(m, str):
+        parts = m.split(" ")
+        if len(parts) != 2:
+            raise ValueError(f"model.merges[{i}] must be two tokens separated by one space: {m!r}")
+        return parts[0], parts[1]
+    if isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m):
+        return m[0], m[1]
+    raise ValueError(f"model.merges[{i}] must be 'a b' or ['a', 'b']: {m!r}")
+
+
+def plan_native(data: dict[str, Any]) -> NativePlan:
+    """What the native engine needs; raises Unsupported naming the first component it cannot run
+    exactly, ValueError when the file itself is inconsistent (as `tokenizers` would refuse it)."""
+    model = data["model"]
+    if model_type(model) != "BPE":
+        raise Unsupported("model", f"model type {model_type(model)} is not implemented natively yet")
+    if model.get("dropout") not in (None, 0, 0.0):
+        raise Unsupported("model.dropout", "BPE dropout is random; only tokenizers reproduces it")
+    if model.get("byte_fallback"):
+        raise Unsupported("model.byte_fallback", "byte_fallback BPE is not implemented natively yet")
+
+    plan = NativePlan()
+    for path, d in _flatten(data.get("normalizer"), "normalizer", "normalizers"):
+        plan.normalizers.append(_normalizer_desc(path, d))
+        plan.normalizer_paths.append(path)
+    for path, d in _flatten(data.get("pre_tokenizer"), "pre_tokenizer", "pretokenizers"):
+        plan.pre_tokenizers.append(_pre_tokenizer_desc(path, d))
+        plan.pre_tokenizer_paths.append(path)
+    if not any(p["type"] == "ByteLevel" for p in plan.pre_tokenizers):
+        raise Unsupported("pre_tokenizer", "the model's input is not byte-level (no ByteLevel pre-tokenizer)")
+    for i, tok in enumerate(data.get("added_tokens") or []):
+        if tok.get("single_word"):
+            raise Unsupported(f"added_tokens[{i}].single_word", "single_word added tokens are not implemented natively")
+
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict):
+        raise ValueError("model.vocab must be an object mapping tokens to ids")
+    n_ids = 0
+    for tok, i in vocab.items():
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**31:
+            raise ValueError(f"model.vocab[{tok!r}] must be a non-negative id, got {i!r}")
+        n_ids = max(n_ids, i + 1)
+    for tok in data.get("added_tokens") or []:
+        n_ids = max(n_ids, int(tok["id"]) + 1)
+    plan.n_ids = n_ids
+    strings = [""] * n_ids
+    for tok, i in vocab.items():
+        if "\0" in tok:
+            raise Unsupported("model.vocab", "a token contains a NUL character")
+        strings[i] = tok
+        b = _to_bytes(tok)
+        if b:
+            plan.byte_tokens.append((b, i))
+    plan.vocab_strings = strings
+
+    prefix = model.get("continuing_subword_prefix") or ""
+    suffix = model.get("end_of_word_suffix") or ""
+    pb, sb = _to_bytes(prefix), _to_bytes(suffix)
+    if pb is None or sb is None:
+        raise Unsupported("model", "continuing_subword_prefix/end_of_word_suffix outside the byte-level alphabet")
+    plan.prefix, plan.suffix = pb, sb
+
+    merges = model.get("merges") or []
+    if not isinstance(merges, list):
+        raise ValueError("model.merges must be a list")
+    for i, m in enumerate(merges):
+        a, b = _merge_pair(m, i)
+        if a not in vocab or b not in vocab:
+            missing = a if a not in vocab else b
+            raise ValueError(f"model.merges[{i}]: token {missing!r} is not in the vocabulary")
+        rest = b[len(prefix):] if prefix and b.startswith(prefix) else b
+        merged = a + rest
+        if merged not in vocab:
+            raise ValueError(f"model.merges[{i}]: the merged token {merged!r} is not in the vocabulary")
+        plan.merges.append((vocab[a], vocab[b], vocab[merged]))
+
+    unk = model.get("unk_token")
+    if unk is not None:
+        if unk not in vocab:
+            raise ValueError(f"model.unk_token {unk!r} is not in the vocabulary")
+        plan.unk_id = vocab[unk]
+    plan.fuse_unk = bool(model.get("fuse_unk", False))
+    plan.ignore_merges = bool(model.get("ignore_merges", False))
+    return plan
+
+
+def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, Any]) -> bytes:
+    """The cartridge image for a planned tokenizer.json (`source` is stored verbatim)."""
+    from crayon_hf._native import native
+
+    raw = source.encode("utf-8") if isinstance(source, str) else source
+    meta = dict(meta)
+    meta.setdefault("source_sha256", hashlib.sha256(raw).hexdigest())
+    meta["normalizers"] = plan.normalizers
+    meta["normalizer_paths"] = plan.normalizer_paths
+    meta["pre_tokenizers"] = plan.pre_tokenizers
+    meta["pre_tokenizer_paths"] = plan.pre_tokenizer_paths
+    return native.build_hf_cartridge(
+        plan.byte_tokens,
+        plan.merges,
+        plan.n_ids,
+        plan.unk_id,
+        plan.fuse_unk,
+        plan.ignore_merges,
+        plan.prefix,
+        plan.suffix,
+        json.dumps(meta, ensure_ascii=False),
+        raw,
+        "\0".join(plan.vocab_strings).encode("utf-8"),
+    )

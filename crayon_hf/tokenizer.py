@@ -1,0 +1,556 @@
+"""`crayon_hf.Tokenizer`: the `tokenizers.Tokenizer` API over a native cartridge.
+
+    Tokenizer.from_file("tokenizer.json")  --plan + compile (cached by content hash)--> cartridge
+                                            --HfEngine--> native encode up to the model
+    encode(text, pair) --native--> raw encodings --crayon_hf._hf: truncation, post-processor,
+                                                   padding--> Encoding
+
+The native engine runs normalizers, added tokens, pre-tokenizers and the BPE model; what comes
+after the model is policy and lives in `crayon_hf._hf`, mirroring `tokenizers` step by step.
+
+Encodings from the native path are `crayon_hf.Encoding` look-alikes of `tokenizers.Encoding`
+(same properties and methods, numpy inside, lists built on access). A tokenizer.json with a
+component the engine does not reproduce exactly is run by the real `tokenizers` library instead
+(`crayon_backend == "fallback: <json path>"`, with a one-line warning); its encodings are then
+real `tokenizers.Encoding` objects.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from crayon_hf._cache import atomic_write, cache_dir
+from crayon_hf._hf.decoders import build_decoder, decode_ids, skip_ids
+from crayon_hf._hf.encoding import Encoding
+from crayon_hf._hf.errors import UnsupportedComponent
+from crayon_hf._hf.postprocess import PaddingParams, TruncationParams, pad_encodings, post_process
+from crayon_hf._hf.processors import build_post_processor
+
+__all__ = ["Tokenizer", "AddedToken", "Encoding"]
+
+# Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
+_CACHE_GENERATION = 1
+_MAGIC = b"CRAYONHF"
+
+
+class AddedToken:
+    """`tokenizers.AddedToken`'s fields (that class is accepted too)."""
+
+    def __init__(
+        self,
+        content: str,
+        single_word: bool = False,
+        lstrip: bool = False,
+        rstrip: bool = False,
+        normalized: bool = True,
+        special: bool = False,
+    ) -> None:
+        self.content = content
+        self.single_word = single_word
+        self.lstrip = lstrip
+        self.rstrip = rstrip
+        self.normalized = normalized
+        self.special = special
+
+    def __repr__(self) -> str:
+        return (
+            f'AddedToken("{self.content}", rstrip={self.rstrip}, lstrip={self.lstrip}, '
+            f"single_word={self.single_word}, normalized={self.normalized}, special={self.special})"
+        )
+
+
+def _added_dict(token: Any, special: bool) -> dict[str, Any]:
+    if isinstance(token, str):
+        # tokenizers: plain strings added as special tokens are not normalized.
+        return {"content": token, "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": not special, "special": special}
+    d = {k: getattr(token, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized")}
+    d["special"] = bool(special or getattr(token, "special", False))
+    if special:
+        d["special"] = True
+    return d
+
+
+def _reference():
+    try:
+        import tokenizers
+    except ImportError as e:  # pragma: no cover - depends on the user's environment
+        raise ImportError(
+            "this tokenizer.json needs the `tokenizers` library for a component crayon-hf does not "
+            "run natively; install it with `pip install tokenizers`"
+        ) from e
+    return tokenizers
+
+
+class Tokenizer:
+    """A drop-in for `tokenizers.Tokenizer` backed by a cartridge (see the module docstring)."""
+
+    # ------------------------------------------------------------------ construction
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "build a crayon_hf.Tokenizer with Tokenizer.from_file(path), from_str(json), "
+            "from_buffer(bytes) or from_cartridge(path)"
+        )
+
+    @classmethod
+    def _blank(cls) -> Tokenizer:
+        self = object.__new__(cls)
+        self._engine = None
+        self._ref = None
+        self._backend = "native"
+        self._json_cache = None
+        self._cartridge_path = None
+        self._vocab_cache = None
+        self._skip_cache = None
+        self._encode_special_tokens = False
+        self._truncation = None
+        self._padding = None
+        return self
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """A tokenizer.json (compiled to a cartridge in the cache on first use) or a cartridge."""
+        p = Path(path)
+        with open(p, "rb") as f:
+            head = f.read(len(_MAGIC))
+        if head == _MAGIC:
+            return cls.from_cartridge(p)
+        return cls.from_buffer(p.read_bytes(), source=str(p))
+
+    @classmethod
+    def from_str(cls, json_str: str) -> Tokenizer:
+        return cls.from_buffer(json_str.encode("utf-8"))
+
+    @classmethod
+    def from_buffer(cls, buffer: bytes, source: str = "tokenizer.json") -> Tokenizer:
+        from crayon_hf.conversion.hf_json import Unsupported, build_hf_cartridge, parse_tokenizer_json, plan_native
+
+        data = parse_tokenizer_json(buffer, source)
+        try:
+            # Post-processor and decoder are Python; check them before compiling anything.
+            build_post_processor(data.get("post_processor"))
+            build_decoder(data.get("decoder"))
+            plan = plan_native(data)
+        except (Unsupported, UnsupportedComponent) as e:
+            return cls._fallback(buffer, getattr(e, "path", "?"), str(e))
+        digest = hashlib.sha256(buffer).hexdigest()
+        target = cache_dir() / f"tokenizer-{digest[:32]}-g{_CACHE_GENERATION}.dat"
+        if not target.exists():
+            atomic_write(target, build_hf_cartridge(buffer, plan, {"source_sha256": digest}))
+        return cls.from_cartridge(target)
+
+    @classmethod
+    def from_cartridge(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        from crayon_hf._native import native
+
+        self = cls._blank()
+        self._cartridge_path = str(Path(path).resolve())
+        info = native.cartridge_info(self._cartridge_path, True)
+        if not any(s["id"] == "HFHD" for s in info["sections"]):
+            raise ValueError(
+                f"{path} is not a tokenizer.json cartridge (it has no HFHD section); "
+                "load tiktoken cartridges with crayon_hf.tiktoken.Encoding.from_cartridge"
+            )
+        meta = json.loads(native.section_bytes(self._cartridge_path, "META").decode("utf-8"))
+        self._meta = meta
+        source = native.section_bytes(self._cartridge_path, "TJSN")
+        data = json.loads(source)
+        self._json_cache = data
+        self._added = [dict(t) for t in data.get("added_tokens") or []]
+        self._processor = build_post_processor(data.get("post_processor"))
+        self._decoder = build_decoder(data.get("decoder"))
+        self._truncation = TruncationParams.from_json(data.get("truncation"))
+        self._padding = PaddingParams.from_json(data.get("padding"))
+        self._model_vocab_size = len(data["model"]["vocab"])
+        try:
+            self._build_engine()
+        except native.UnsupportedComponent as e:
+            path_ = self._component_path(str(e))
+            return cls._fallback(source, path_, str(e))
+        return self
+
+    @classmethod
+    def _fallback(cls, buffer: bytes, path: str, reason: str) -> Tokenizer:
+        tokenizers = _reference()
+        self = cls._blank()
+        self._ref = tokenizers.Tokenizer.from_str(buffer.decode("utf-8"))
+        self._backend = f"fallback: {path}"
+        warnings.warn(f"crayon-hf: {reason}; this tokenizer runs on the tokenizers library", stacklevel=3)
+        return self
+
+    def _component_path(self, message: str) -> str:
+        for kind, key in (("normalizers", "normalizer_paths"), ("pre_tokenizers", "pre_tokenizer_paths")):
+            prefix = f"{kind}["
+            if message.startswith(prefix):
+                index = int(message[len(prefix):message.index("]")])
+                return self._meta[key][index]
+        return "pipeline"
+
+    def _normalize_for_match(self, content: str) -> str:
+        """An added token's content as the normalizer leaves it: normalized tokens are matched in
+        normalized text. Only added-token contents go through this, once per load; it uses the
+        real normalizer so that the contents are exactly what `tokenizers` matches on."""
+        normalizer = self._json_cache.get("normalizer")
+        if normalizer is None:
+            return content
+        if getattr(self, "_norm_ref", None) is None:
+            tokenizers = _reference()
+            blank = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+                     "normalizer": normalizer, "pre_tokenizer": None, "post_processor": None,
+                     "decoder": None, "model": {"type": "WordLevel", "vocab": {}, "unk_token": "[UNK]"}}
+            self._norm_ref = tokenizers.Tokenizer.from_str(json.dumps(blank)).normalizer
+        return self._norm_ref.normalize_str(content)
+
+    def _build_engine(self) -> None:
+        from crayon_hf._native import native
+
+        raw, normed = [], []
+        for t in self._added:
+            if t.get("normalized", True):
+                normed.append((t["id"], self._normalize_for_match(t["content"]), t["special"], t["lstrip"], t["rstrip"]))
+            else:
+                raw.append((t["id"], t["content"], t["special"], t["lstrip"], t["rstrip"]))
+        self._engine = native.HfEngine(
+            self._cartridge_path, self._meta["normalizers"], self._meta["pre_tokenizers"], raw, normed
+        )
+        self._vocab_cache = None
+        self._skip_cache = None
+
+    # ------------------------------------------------------------------ identity
+
+    @property
+    def crayon_backend(self) -> str:
+        """"native", or "fallback: <json path of the component>" when `tokenizers` runs it."""
+        return self._backend
+
+    def _data(self) -> dict[str, Any]:
+        if self._ref is not None:
+            return json.loads(self._ref.to_str())
+        data = copy.deepcopy(self._json_cache)
+        data["added_tokens"] = [dict(t) for t in self._added]
+        data["truncation"] = self._truncation.to_json() if self._truncation else None
+        data["padding"] = self._padding.to_json() if self._padding else None
+        return data
+
+    def to_str(self, pretty: bool = False) -> str:
+        if self._ref is not None:
+            return self._ref.to_str(pretty)
+        return json.dumps(self._data(), ensure_ascii=False, indent=2 if pretty else None)
+
+    def save(self, path: str | os.PathLike[str], pretty: bool = True) -> None:
+        """Writes a tokenizer.json that `tokenizers` loads and tokenizes identically."""
+        if self._ref is not None:
+            self._ref.save(str(path), pretty)
+            return
+        atomic_write(path, self.to_str(pretty).encode("utf-8"))
+
+    def save_cartridge(self, path: str | os.PathLike[str]) -> None:
+        """Writes the cartridge (.dat). Tokens added after load are compiled into the new file."""
+        if self._ref is not None:
+            raise ValueError(f"this tokenizer runs on the tokenizers library ({self._backend}); it has no cartridge")
+        if self._added == list(self._json_cache.get("added_tokens") or []) and self._cartridge_path:
+            atomic_write(path, Path(self._cartridge_path).read_bytes())
+            return
+        from crayon_hf.conversion.hf_json import build_hf_cartridge, plan_native
+
+        text = json.dumps(self._data(), ensure_ascii=False).encode("utf-8")
+        data = json.loads(text)
+        atomic_write(path, build_hf_cartridge(text, plan_native(data), {}))
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._ref is not None:
+            return {"json": self._ref.to_str()}
+        if self._added == list(self._json_cache.get("added_tokens") or []):
+            return {"cartridge": self._cartridge_path, "truncation": self._truncation, "padding": self._padding,
+                    "encode_special_tokens": self._encode_special_tokens}
+        return {"json": self.to_str()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "cartridge" in state:
+            other = Tokenizer.from_cartridge(state["cartridge"])
+            other._truncation, other._padding = state["truncation"], state["padding"]
+            other._encode_special_tokens = state["encode_special_tokens"]
+        else:
+            other = Tokenizer.from_str(state["json"])
+        self.__dict__.update(other.__dict__)
+
+    # ------------------------------------------------------------------ vocabulary
+
+    def _vocab(self) -> list[str | None]:
+        """Token string by id, added tokens included (None for ids without a token)."""
+        if self._vocab_cache is None:
+            from crayon_hf._native import native
+
+            raw = native.section_bytes(self._cartridge_path, "VSTR").decode("utf-8")
+            strings: list[str | None] = list(raw.split("\0")) if raw or self._engine.n_ids else []
+            model = self._json_cache["model"]["vocab"]
+            ids = set(model.values())
+            for i in range(len(strings)):
+                if i not in ids:
+                    strings[i] = None
+            for t in self._added:
+                while t["id"] >= len(strings):
+                    strings.append(None)
+                strings[t["id"]] = t["content"]
+            self._vocab_cache = strings
+        return self._vocab_cache
+
+    def token_to_id(self, token: str) -> int | None:
+        if self._ref is not None:
+            return self._ref.token_to_id(token)
+        for t in self._added:
+            if t["content"] == token:
+                return t["id"]
+        return self._json_cache["model"]["vocab"].get(token)
+
+    def id_to_token(self, id: int) -> str | None:
+        if self._ref is not None:
+            return self._ref.id_to_token(id)
+        v = self._vocab()
+        return v[id] if 0 <= id < len(v) else None
+
+    def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
+        if self._ref is not None:
+            return self._ref.get_vocab(with_added_tokens)
+        vocab = dict(self._json_cache["model"]["vocab"])
+        if with_added_tokens:
+            for t in self._added:
+                vocab[t["content"]] = t["id"]
+        return vocab
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        if self._ref is not None:
+            return self._ref.get_vocab_size(with_added_tokens)
+        if not with_added_tokens:
+            return self._model_vocab_size
+        return len(self.get_vocab(True))
+
+    def get_added_tokens_decoder(self) -> dict[int, Any]:
+        if self._ref is not None:
+            return self._ref.get_added_tokens_decoder()
+        tokenizers = _reference()
+        return {
+            t["id"]: tokenizers.AddedToken(
+                t["content"], single_word=t["single_word"], lstrip=t["lstrip"], rstrip=t["rstrip"],
+                normalized=t["normalized"], special=t["special"],
+            )
+            for t in sorted(self._added, key=lambda t: t["id"])
+        }
+
+    def _add(self, tokens: Iterable[Any], special: bool) -> int:
+        added = 0
+        model = self._json_cache["model"]["vocab"]
+        for token in tokens:
+            d = _added_dict(token, special)
+            if not d["content"]:
+                continue
+            if d["single_word"]:
+                raise NotImplementedError("single_word added tokens are not supported by the native engine")
+            existing = next((t for t in self._added if t["content"] == d["content"]), None)
+            if existing is not None:
+                existing.update({k: v for k, v in d.items() if k != "content"})
+                continue
+            if d["content"] in model:
+                new_id = model[d["content"]]
+            else:
+                ids = [t["id"] for t in self._added]
+                size = self._model_vocab_size
+                new_id = size if not ids or max(ids) < size else max(ids) + 1
+            self._added.append({"id": new_id, **d})
+            added += 1
+        self._build_engine()
+        return added
+
+    def add_tokens(self, tokens: Sequence[Any]) -> int:
+        if self._ref is not None:
+            return self._ref.add_tokens(tokens)
+        return self._add(tokens, special=False)
+
+    def add_special_tokens(self, tokens: Sequence[Any]) -> int:
+        if self._ref is not None:
+            return self._ref.add_special_tokens(tokens)
+        return self._add(tokens, special=True)
+
+    @property
+    def encode_special_tokens(self) -> bool:
+        if self._ref is not None:
+            return self._ref.encode_special_tokens
+        return self._encode_special_tokens
+
+    @encode_special_tokens.setter
+    def encode_special_tokens(self, value: bool) -> None:
+        if self._ref is not None:
+            self._ref.encode_special_tokens = value
+        else:
+            self._encode_special_tokens = bool(value)
+
+    # ------------------------------------------------------------------ truncation and padding
+
+    def enable_truncation(self, max_length: int, stride: int = 0, strategy: str = "longest_first",
+                          direction: str = "right") -> None:
+        if self._ref is not None:
+            self._ref.enable_truncation(max_length, stride=stride, strategy=strategy, direction=direction)
+            return
+        params = TruncationParams.from_kwargs(max_length, stride=stride, strategy=strategy, direction=direction)
+        params.validate(self._processor.added_tokens(False) if self._processor else 0)
+        self._truncation = params
+
+    def no_truncation(self) -> None:
+        if self._ref is not None:
+            self._ref.no_truncation()
+        self._truncation = None
+
+    @property
+    def truncation(self) -> dict[str, Any] | None:
+        if self._ref is not None:
+            return self._ref.truncation
+        return self._truncation.as_dict() if self._truncation else None
+
+    def enable_padding(self, direction: str = "right", pad_id: int = 0, pad_type_id: int = 0,
+                       pad_token: str = "[PAD]", length: int | None = None,
+                       pad_to_multiple_of: int | None = None) -> None:
+        if self._ref is not None:
+            self._ref.enable_padding(direction=direction, pad_id=pad_id, pad_type_id=pad_type_id,
+                                     pad_token=pad_token, length=length, pad_to_multiple_of=pad_to_multiple_of)
+            return
+        self._padding = PaddingParams.from_kwargs(direction=direction, pad_id=pad_id, pad_type_id=pad_type_id,
+                                                  pad_token=pad_token, length=length,
+                                                  pad_to_multiple_of=pad_to_multiple_of)
+
+    def no_padding(self) -> None:
+        if self._ref is not None:
+            self._ref.no_padding()
+        self._padding = None
+
+    @property
+    def padding(self) -> dict[str, Any] | None:
+        if self._ref is not None:
+            return self._ref.padding
+        return self._padding.as_dict() if self._padding else None
+
+    def num_special_tokens_to_add(self, is_pair: bool) -> int:
+        if self._ref is not None:
+            return self._ref.num_special_tokens_to_add(is_pair)
+        return self._processor.added_tokens(is_pair) if self._processor else 0
+
+    # ------------------------------------------------------------------ encoding
+
+    def _raw(self, sequence: Any, is_pretokenized: bool, type_id: int) -> Encoding:
+        vocab = self._vocab_lazy
+        if not is_pretokenized:
+            if not isinstance(sequence, str):
+                raise TypeError(f"TextInputSequence must be str, not {type(sequence).__name__}")
+            ids, offsets, words, texts = self._engine.encode(sequence, self._encode_special_tokens)
+            tokens = None
+            if texts:
+                tokens = [vocab[i] for i in ids.tolist()]
+                for i, s in texts:
+                    tokens[i] = s
+            return Encoding.from_arrays(ids, offsets, words, None, vocab, type_id, tokens)
+        if isinstance(sequence, str) or not isinstance(sequence, (list, tuple)):
+            raise TypeError("PreTokenizedInputSequence must be a list or tuple of str")
+        parts = [self._engine.encode(w, self._encode_special_tokens) for w in sequence]
+        ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint32)
+        offsets = np.concatenate([p[1] for p in parts]) if parts else np.zeros((0, 2), np.int64)
+        words = np.concatenate([np.full(len(p[0]), i, np.int64) for i, p in enumerate(parts)]) if parts else np.zeros(0, np.int64)
+        tokens = None
+        if any(p[3] for p in parts):
+            tokens = [vocab[i] for i in ids.tolist()]
+            base = 0
+            for p in parts:
+                for i, s in p[3]:
+                    tokens[base + i] = s
+                base += len(p[0])
+        return Encoding.from_arrays(ids, offsets, words, None, vocab, type_id, tokens)
+
+    @property
+    def _vocab_lazy(self) -> Sequence[str | None]:
+        return _LazyVocab(self)
+
+    def encode(self, sequence: Any, pair: Any = None, is_pretokenized: bool = False,
+               add_special_tokens: bool = True) -> Any:
+        if self._ref is not None:
+            return self._ref.encode(sequence, pair, is_pretokenized, add_special_tokens)
+        first = self._raw(sequence, is_pretokenized, 0)
+        second = self._raw(pair, is_pretokenized, 1) if pair is not None else None
+        return post_process(first, second, add_special_tokens, self._truncation, self._padding, self._processor)
+
+    def encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False,
+                     add_special_tokens: bool = True) -> list[Any]:
+        if self._ref is not None:
+            return self._ref.encode_batch(input, is_pretokenized, add_special_tokens)
+        items = list(input)
+        singles = all(isinstance(x, str) for x in items)
+        if singles and not is_pretokenized:
+            vocab = self._vocab_lazy
+            out = []
+            for ids, offsets, words, texts in self._engine.encode_batch(items, self._encode_special_tokens, 0):
+                tokens = None
+                if texts:
+                    tokens = [vocab[i] for i in ids.tolist()]
+                    for i, s in texts:
+                        tokens[i] = s
+                enc = Encoding.from_arrays(ids, offsets, words, None, vocab, 0, tokens)
+                out.append(post_process(enc, None, add_special_tokens, self._truncation, None, self._processor))
+        else:
+            out = []
+            for x in items:
+                if isinstance(x, (tuple, list)) and (not is_pretokenized or (len(x) == 2 and isinstance(x[0], (list, tuple)))):
+                    a, b = x
+                else:
+                    a, b = x, None
+                first = self._raw(a, is_pretokenized, 0)
+                second = self._raw(b, is_pretokenized, 1) if b is not None else None
+                out.append(post_process(first, second, add_special_tokens, self._truncation, None, self._processor))
+        if self._padding is not None:
+            pad_encodings(out, self._padding)
+        return out
+
+    # ------------------------------------------------------------------ decoding
+
+    def _skip(self) -> frozenset[int]:
+        if self._skip_cache is None:
+            self._skip_cache = skip_ids(self._vocab(), [t["content"] for t in self._added if t["special"]])
+        return self._skip_cache
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        if self._ref is not None:
+            return self._ref.decode(ids, skip_special_tokens)
+        return decode_ids(ids, skip_special_tokens, self._vocab(), self._skip(), self._decoder)
+
+    def decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
+        if self._ref is not None:
+            return self._ref.decode_batch(sequences, skip_special_tokens)
+        return [self.decode(s, skip_special_tokens) for s in sequences]
+
+    def post_process(self, encoding: Encoding, pair: Encoding | None = None, add_special_tokens: bool = True) -> Any:
+        if self._ref is not None:
+            return self._ref.post_process(encoding, pair, add_special_tokens)
+        return post_process(encoding, pair, add_special_tokens, self._truncation, self._padding, self._processor)
+
+    def __repr__(self) -> str:
+        return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
+
+
+class _LazyVocab(Sequence):
+    """Token strings by id, materialised from the cartridge on first access."""
+
+    __slots__ = ("_tok",)
+
+    def __init__(self, tok: Tokenizer) -> None:
+        self._tok = tok
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self._tok._vocab()[i]
+
+    def __len__(self) -> int:
+        return len(self._tok._vocab())

@@ -1,0 +1,214 @@
+#include "hf_bpe.h"
+
+#include <algorithm>
+#include <queue>
+#include <stdexcept>
+
+#include "bpe_backtrack.h"  // pair_slot: the fixed pair hash shared with the pair table
+
+namespace crayon {
+
+std::vector<HfMergeEntry> build_hf_merge_table(const std::vector<HfMerge>& merges) {
+  if (merges.size() >= 0x7FFFFFFFu) throw std::length_error("too many merges");
+  const uint64_t capacity = std::max<uint64_t>(8, merges.size() + merges.size() / 3 + 1);
+  std::vector<HfMergeEntry> table(capacity, HfMergeEntry{0, 0, HfMergeEntry::kEmpty, 0});
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const HfMerge& m = merges[rank];
+    uint64_t slot = pair_slot(m.left, m.right, capacity);
+    while (table[slot].rank != HfMergeEntry::kEmpty &&
+           (table[slot].left != m.left || table[slot].right != m.right)) {
+      slot = slot + 1 == capacity ? 0 : slot + 1;
+    }
+    table[slot] = HfMergeEntry{m.left, m.right, static_cast<uint32_t>(rank), m.merged};
+  }
+  return table;
+}
+
+HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64_t merge_capacity,
+                       const uint8_t* self_encodes, uint32_t n_ids, HfBpeOptions options)
+    : vocab_(vocab),
+      merges_(merges),
+      merge_capacity_(merge_capacity),
+      self_encodes_(self_encodes),
+      n_ids_(n_ids),
+      options_(std::move(options)) {
+  plain_symbols_ = options_.prefix.empty() && options_.suffix.empty();
+  for (int b = 0; b < 256; ++b) {
+    const std::string byte(1, static_cast<char>(b));
+    symbol_[0][b] = lookup(byte + options_.suffix);
+    symbol_[1][b] = lookup(byte);
+    symbol_[2][b] = lookup(options_.prefix + byte);
+    symbol_[3][b] = lookup(options_.prefix + byte + options_.suffix);
+  }
+  if (options_.unk_id >= 0 && static_cast<uint32_t>(options_.unk_id) >= n_ids_) options_.unk_id = -1;
+}
+
+int32_t HfBpeModel::lookup(const std::string& key) const {
+  if (vocab_.size() == 0) return -1;
+  const int32_t v = vocab_.find(reinterpret_cast<const uint8_t*>(key.data()), key.size());
+  return (v >= 0 && static_cast<uint32_t>(v) < n_ids_) ? v : -1;
+}
+
+const HfMergeEntry* HfBpeModel::find_merge(uint32_t left, uint32_t right) const {
+  if (merge_capacity_ == 0) return nullptr;
+  uint64_t slot = pair_slot(left, right, merge_capacity_);
+  for (uint64_t probes = 0; probes < merge_capacity_; ++probes) {
+    const HfMergeEntry& e = merges_[slot];
+    if (e.rank == HfMergeEntry::kEmpty) return nullptr;
+    if (e.left == left && e.right == right) return e.merged < n_ids_ ? &e : nullptr;
+    slot = slot + 1 == merge_capacity_ ? 0 : slot + 1;
+  }
+  return nullptr;
+}
+
+void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
+  if (n == 0) return;
+  if (options_.ignore_merges || (plain_symbols_ && self_encodes_ != nullptr)) {
+    const int32_t id = vocab_.find(piece, n);
+    if (id >= 0 && static_cast<uint32_t>(id) < n_ids_ &&
+        (options_.ignore_merges ||
+         (plain_symbols_ && self_encodes_ != nullptr && (self_encodes_[id >> 3] >> (id & 7)) & 1))) {
+      out.push_back(HfToken{static_cast<uint32_t>(id), 0, static_cast<uint32_t>(n)});
+      return;
+    }
+  }
+  encode_word_merging(piece, n, out);
+}
+
+namespace {
+
+// The symbols of a word during merging: a doubly linked list over the initial positions.
+struct Symbols {
+  std::vector<uint32_t> id;
+  std::vector<uint32_t> start;
+  std::vector<uint32_t> end;
+  std::vector<int32_t> prev;
+  std::vector<int32_t> next;
+
+  void clear() { id.clear(); start.clear(); end.clear(); prev.clear(); next.clear(); }
+  void add(uint32_t token, uint32_t s, uint32_t e) {
+    const int32_t i = static_cast<int32_t>(id.size());
+    id.push_back(token);
+    start.push_back(s);
+    end.push_back(e);
+    prev.push_back(i - 1);
+    next.push_back(-1);
+    if (i > 0) next[i - 1] = i;
+  }
+  size_t size() const { return id.size(); }
+};
+
+struct HeapItem {
+  uint32_t rank;
+  int32_t pos;
+  uint32_t merged;
+  bool operator>(const HeapItem& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+};
+
+// Below this many symbols a rescan per merge is cheaper than a heap.
+constexpr size_t kScanLimit = 48;
+
+}  // namespace
+
+void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
+  thread_local Symbols sym;
+  sym.clear();
+
+  // Characters to symbols, with tokenizers' unk handling: a run of unknown characters becomes one
+  // pending unk that is flushed before the next known symbol (fused into one when fuse_unk).
+  int64_t unk_start = -1;
+  uint32_t unk_end = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int which = n == 1 ? 0 : (i == 0 ? 1 : (i + 1 == n ? 3 : 2));
+    const int32_t id = symbol_[which][piece[i]];
+    const uint32_t s = static_cast<uint32_t>(i), e = static_cast<uint32_t>(i + 1);
+    if (id >= 0) {
+      if (unk_start >= 0) {
+        sym.add(static_cast<uint32_t>(options_.unk_id), static_cast<uint32_t>(unk_start), unk_end);
+        unk_start = -1;
+      }
+      sym.add(static_cast<uint32_t>(id), s, e);
+    } else if (options_.unk_id >= 0) {
+      if (unk_start >= 0 && options_.fuse_unk) {
+        unk_end = e;
+      } else {
+        if (unk_start >= 0) {
+          sym.add(static_cast<uint32_t>(options_.unk_id), static_cast<uint32_t>(unk_start), unk_end);
+        }
+        unk_start = s;
+        unk_end = e;
+      }
+    }
+  }
+  if (unk_start >= 0) sym.add(static_cast<uint32_t>(options_.unk_id), static_cast<uint32_t>(unk_start), unk_end);
+
+  auto merge_at = [&](int32_t pos, uint32_t merged) {
+    const int32_t nx = sym.next[pos];
+    sym.id[pos] = merged;
+    sym.end[pos] = sym.end[nx];
+    sym.next[pos] = sym.next[nx];
+    if (sym.next[nx] >= 0) sym.prev[sym.next[nx]] = pos;
+    sym.id[nx] = HfMergeEntry::kEmpty;  // removed
+  };
+
+  if (sym.size() <= kScanLimit) {
+    // Rescan: the lowest-rank mergeable pair, leftmost on ties, until none is left.
+    for (;;) {
+      int32_t best = -1;
+      uint32_t best_rank = HfMergeEntry::kEmpty, best_merged = 0;
+      for (int32_t i = sym.size() ? 0 : -1; i >= 0 && sym.next[i] >= 0; i = sym.next[i]) {
+        const HfMergeEntry* m = find_merge(sym.id[i], sym.id[sym.next[i]]);
+        if (m != nullptr && m->rank < best_rank) {
+          best = i;
+          best_rank = m->rank;
+          best_merged = m->merged;
+        }
+      }
+      if (best < 0) break;
+      merge_at(best, best_merged);
+    }
+  } else {
+    std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<HeapItem>> heap;
+    for (int32_t i = 0; i + 1 < static_cast<int32_t>(sym.size()); ++i) {
+      if (const HfMergeEntry* m = find_merge(sym.id[i], sym.id[i + 1])) heap.push({m->rank, i, m->merged});
+    }
+    while (!heap.empty()) {
+      const HeapItem top = heap.top();
+      heap.pop();
+      if (sym.id[top.pos] == HfMergeEntry::kEmpty || sym.next[top.pos] < 0) continue;
+      // Stale when the pair at this position has changed since the entry was pushed.
+      const HfMergeEntry* m = find_merge(sym.id[top.pos], sym.id[sym.next[top.pos]]);
+      if (m == nullptr || m->merged != top.merged || m->rank != top.rank) continue;
+      merge_at(top.pos, top.merged);
+      if (sym.prev[top.pos] >= 0) {
+        const int32_t p = sym.prev[top.pos];
+        if (const HfMergeEntry* pm = find_merge(sym.id[p], sym.id[top.pos])) heap.push({pm->rank, p, pm->merged});
+      }
+      if (sym.next[top.pos] >= 0) {
+        if (const HfMergeEntry* nm = find_merge(sym.id[top.pos], sym.id[sym.next[top.pos]])) {
+          heap.push({nm->rank, top.pos, nm->merged});
+        }
+      }
+    }
+  }
+
+  for (int32_t i = sym.size() ? 0 : -1; i >= 0; i = sym.next[i]) {
+    out.push_back(HfToken{sym.id[i], sym.start[i], sym.end[i]});
+  }
+}
+
+std::vector<uint8_t> compute_self_encodes(const HfBpeModel& model,
+                                          const std::vector<std::string>& token_bytes) {
+  std::vector<uint8_t> bits((model.n_ids() + 7) / 8, 0);
+  std::vector<HfToken> out;
+  for (uint32_t id = 0; id < model.n_ids() && id < token_bytes.size(); ++id) {
+    const std::string& b = token_bytes[id];
+    if (b.empty()) continue;
+    out.clear();
+    model.encode_word_merging(reinterpret_cast<const uint8_t*>(b.data()), b.size(), out);
+    if (out.size() == 1 && out[0].id == id) bits[id >> 3] |= static_cast<uint8_t>(1u << (id & 7));
+  }
+  return bits;
+}
+
+}  // namespace crayon

@@ -1,0 +1,116 @@
+// The BPE model of HuggingFace `tokenizers` (models::BPE), over the bytes of byte-level pieces.
+//
+//   piece bytes --ignore_merges and piece is a token?---------------> [token]
+//               --piece is a token that encodes to itself (SELF)?--> [token]   (exact shortcut)
+//               --otherwise--> symbols: one per byte (continuing_subword_prefix on all but the
+//                              first, end_of_word_suffix on the last; unknown bytes become unk,
+//                              fused when fuse_unk, or vanish when there is no unk token)
+//                          --> merge loop: repeatedly merge the adjacent pair of symbols that is
+//                              in the merge table with the lowest rank, leftmost on ties
+//
+// Why bytes. With a ByteLevel pre-tokenizer every character the model sees is one of 256
+// stand-ins for one byte, so "one symbol per character" is "one symbol per byte", and a token's
+// characters map back to bytes one to one. Working on bytes lets the vocabulary live in the same
+// double-array trie as the tiktoken engine's, and keeps the byte-level alphabet out of the hot loop.
+// Tokens with a character outside the alphabet can never be produced from a byte-level piece and
+// are left out of the trie.
+//
+// Why this differs from tiktoken's BPE (bpe.h). tiktoken merges any adjacent pair whose
+// concatenation is a token, by that token's rank. `tokenizers` merges only the pairs listed in
+// `merges`, by list position: a vocabulary may list several merges for one token (transformers'
+// TikTokenConverter does) or none, and tokens need not encode to themselves. So this model keeps
+// the merge table itself and follows its order exactly; the shortcut for whole-token pieces is
+// taken only for tokens whose own encoding was checked at build time (the SELF bitmap).
+//
+// Merge table: open addressing (linear probing from pair_slot(left, right, capacity), the same
+// fixed hash as the backtracking encoder's pair table), at most 3/4 full. When `merges` lists a
+// pair twice, the later entry wins, as in `tokenizers`.
+//
+// Bounds: the merge loop is O(n log n) in the piece length (a binary heap with stale entries
+// skipped); short pieces use a simple scan, which gives the same result. Every id read from the
+// tables is checked against n_ids, so a damaged cartridge gives wrong ids, never a bad read.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "double_array.h"
+
+namespace crayon {
+
+struct HfMergeEntry {
+  uint32_t left;
+  uint32_t right;
+  uint32_t rank;    // position in the merge list; kEmpty marks a free slot
+  uint32_t merged;  // id of the token the merge produces
+  static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
+};
+static_assert(sizeof(HfMergeEntry) == 16, "HfMergeEntry is stored in cartridges as 16 bytes");
+
+// One merge of the list, in list order (rank = index).
+struct HfMerge {
+  uint32_t left;
+  uint32_t right;
+  uint32_t merged;
+};
+
+// Builds the merge table; later duplicates of a pair replace earlier ones.
+std::vector<HfMergeEntry> build_hf_merge_table(const std::vector<HfMerge>& merges);
+
+struct HfBpeOptions {
+  int32_t unk_id = -1;         // -1: no unk token (unknown bytes are dropped)
+  bool fuse_unk = false;
+  bool ignore_merges = false;
+  std::string prefix;          // continuing_subword_prefix, as bytes
+  std::string suffix;          // end_of_word_suffix, as bytes
+};
+
+// A token of a piece: id and [start, end) byte offsets within the piece.
+struct HfToken {
+  uint32_t id;
+  uint32_t start;
+  uint32_t end;
+};
+
+class HfBpeModel {
+ public:
+  HfBpeModel() = default;
+  // `self_encodes` may be null (no shortcut). Computes the per-byte symbol tables.
+  HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64_t merge_capacity,
+             const uint8_t* self_encodes, uint32_t n_ids, HfBpeOptions options);
+
+  uint32_t n_ids() const { return n_ids_; }
+  const HfBpeOptions& options() const { return options_; }
+  const DoubleArrayView& vocab() const { return vocab_; }
+
+  // Appends the tokens of piece[0, n) (n >= 1) to out.
+  void encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
+  // The same without the whole-token shortcuts: the plain algorithm (the test oracle, and what
+  // computes the SELF bitmap).
+  void encode_word_merging(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
+
+  // The merge of (left, right), or nullptr.
+  const HfMergeEntry* find_merge(uint32_t left, uint32_t right) const;
+
+ private:
+  int32_t lookup(const std::string& key) const;
+
+  DoubleArrayView vocab_;
+  const HfMergeEntry* merges_ = nullptr;
+  uint64_t merge_capacity_ = 0;
+  const uint8_t* self_encodes_ = nullptr;
+  uint32_t n_ids_ = 0;
+  HfBpeOptions options_;
+  bool plain_symbols_ = true;  // no prefix and no suffix: the shortcut tables apply
+  // Symbol id of a byte by position in the piece: [0] only byte, [1] first, [2] middle, [3] last.
+  int32_t symbol_[4][256];
+};
+
+// The SELF bitmap (one bit per id): bit set when encode_word_merging(bytes of id) == [id].
+// `token_bytes[id]` is empty for ids that are not byte-level tokens.
+std::vector<uint8_t> compute_self_encodes(const HfBpeModel& model,
+                                          const std::vector<std::string>& token_bytes);
+
+}  // namespace crayon

@@ -1,0 +1,235 @@
+#include "hf_components.h"
+
+#include <memory>
+
+#include "normalize.h"
+#include "pretokenize.h"
+#include "regex.h"
+#include "split.h"
+
+namespace crayon {
+namespace {
+
+// ---- normalizers -------------------------------------------------------------------------------
+
+struct NormStep {
+  enum class Kind { kNfc, kNfd, kNfkc, kNfkd, kLowercase, kPrepend, kStrip, kReplaceLiteral, kReplaceRegex };
+  Kind kind;
+  std::string pattern;
+  std::string content;
+  bool left = false, right = false;
+  std::shared_ptr<const Regex> regex;
+};
+
+bool is_ascii(std::string_view s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) return false;
+  }
+  return true;
+}
+
+class NormalizerChain final : public TextNormalizer {
+ public:
+  explicit NormalizerChain(std::vector<NormStep> steps) : steps_(std::move(steps)) {}
+
+  bool is_identity(std::string_view text) const override {
+    for (const NormStep& s : steps_) {
+      if (!step_is_identity(s, text)) return false;
+    }
+    return true;
+  }
+
+  bool apply(std::string& text, ByteRanges& align) const override {
+    NormalizedText nt;
+    nt.text = std::move(text);
+    nt.align = std::move(align);
+    for (const NormStep& s : steps_) {
+      switch (s.kind) {
+        case NormStep::Kind::kNfc: normalize_nfc(nt); break;
+        case NormStep::Kind::kNfd: normalize_nfd(nt); break;
+        case NormStep::Kind::kNfkc: normalize_nfkc(nt); break;
+        case NormStep::Kind::kNfkd: normalize_nfkd(nt); break;
+        case NormStep::Kind::kLowercase: normalize_lowercase(nt); break;
+        case NormStep::Kind::kPrepend: normalize_prepend(nt, s.pattern); break;
+        case NormStep::Kind::kStrip: normalize_strip(nt, s.left, s.right); break;
+        case NormStep::Kind::kReplaceLiteral: normalize_replace_literal(nt, s.pattern, s.content); break;
+        case NormStep::Kind::kReplaceRegex: {
+          std::vector<MatchSpan> spans;
+          find_matches(*s.regex, nt.text, spans);
+          std::vector<std::pair<uint32_t, uint32_t>> matches;
+          for (const MatchSpan& m : spans) {
+            if (m.is_match) matches.emplace_back(m.start, m.end);
+          }
+          normalize_replace_ranges(nt, matches, s.content);
+          break;
+        }
+      }
+    }
+    text = std::move(nt.text);
+    align = std::move(nt.align);
+    return true;
+  }
+
+ private:
+  static bool step_is_identity(const NormStep& s, std::string_view text) {
+    switch (s.kind) {
+      case NormStep::Kind::kNfc: return nfc_is_identity(text);
+      case NormStep::Kind::kNfd:
+      case NormStep::Kind::kNfkc:
+      case NormStep::Kind::kNfkd: return is_ascii(text);
+      case NormStep::Kind::kLowercase:
+        for (unsigned char c : text) {
+          if (c >= 0x80 || (c >= 'A' && c <= 'Z')) return false;
+        }
+        return true;
+      case NormStep::Kind::kPrepend: return text.empty() || s.pattern.empty();
+      case NormStep::Kind::kStrip: return false;
+      case NormStep::Kind::kReplaceLiteral: return s.pattern.empty() || text.find(s.pattern) == std::string_view::npos;
+      case NormStep::Kind::kReplaceRegex: {
+        size_t a, b;
+        return !s.regex->search(text, 0, a, b);
+      }
+    }
+    return false;
+  }
+
+  std::vector<NormStep> steps_;
+};
+
+// ---- pre-tokenizers ----------------------------------------------------------------------------
+
+SplitBehavior parse_behavior(const std::string& b, size_t index) {
+  if (b == "removed") return SplitBehavior::kRemoved;
+  if (b == "isolated") return SplitBehavior::kIsolated;
+  if (b == "merged_with_previous") return SplitBehavior::kMergedWithPrevious;
+  if (b == "merged_with_next") return SplitBehavior::kMergedWithNext;
+  if (b == "contiguous") return SplitBehavior::kContiguous;
+  throw UnsupportedComponent(index, "unknown split behavior '" + b + "'");
+}
+
+class RegexSplitter final : public PieceSplitter {
+ public:
+  RegexSplitter(std::shared_ptr<const Regex> re, SplitBehavior behavior, bool invert)
+      : re_(std::move(re)), behavior_(behavior), invert_(invert) {}
+  void split(std::string_view text, ByteRanges& pieces) const override {
+    thread_local std::vector<MatchSpan> spans;
+    spans.clear();
+    find_matches(*re_, text, spans);
+    split_pieces_by(spans, behavior_, invert_, pieces);
+  }
+
+ private:
+  std::shared_ptr<const Regex> re_;
+  SplitBehavior behavior_;
+  bool invert_;
+};
+
+class LiteralSplitter final : public PieceSplitter {
+ public:
+  LiteralSplitter(std::string needle, SplitBehavior behavior, bool invert)
+      : needle_(std::move(needle)), behavior_(behavior), invert_(invert) {}
+  void split(std::string_view text, ByteRanges& pieces) const override {
+    thread_local std::vector<MatchSpan> spans;
+    spans.clear();
+    find_matches_literal(needle_, text, spans);
+    split_pieces_by(spans, behavior_, invert_, pieces);
+  }
+
+ private:
+  std::string needle_;
+  SplitBehavior behavior_;
+  bool invert_;
+};
+
+// Whitespace, WhitespaceSplit, Digits, Punctuation.
+class ClassSplitter final : public PieceSplitter {
+ public:
+  enum class Kind { kWhitespace, kWhitespaceSplit, kDigits, kPunctuation };
+  ClassSplitter(Kind kind, bool individual_digits, SplitBehavior behavior)
+      : kind_(kind), individual_digits_(individual_digits), behavior_(behavior) {}
+  void split(std::string_view text, ByteRanges& pieces) const override {
+    switch (kind_) {
+      case Kind::kWhitespace: pretokenize_whitespace(text, pieces); break;
+      case Kind::kWhitespaceSplit: pretokenize_whitespace_split(text, pieces); break;
+      case Kind::kDigits: pretokenize_digits(text, individual_digits_, pieces); break;
+      case Kind::kPunctuation: pretokenize_punctuation(text, behavior_, pieces); break;
+    }
+  }
+
+ private:
+  Kind kind_;
+  bool individual_digits_;
+  SplitBehavior behavior_;
+};
+
+std::shared_ptr<const Regex> compile(const std::string& pattern, size_t index) {
+  try {
+    return std::make_shared<const Regex>(pattern);
+  } catch (const RegexError& e) {
+    throw UnsupportedComponent(index, std::string("regex not supported natively: ") + e.what());
+  }
+}
+
+// GPT-2's pattern, which ByteLevel(use_regex=true) splits with.
+constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+}  // namespace
+
+std::shared_ptr<const TextNormalizer> make_normalizer(const std::vector<ComponentDesc>& chain) {
+  if (chain.empty()) return nullptr;
+  std::vector<NormStep> steps;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const ComponentDesc& d = chain[i];
+    NormStep s{};
+    if (d.type == "NFC") s.kind = NormStep::Kind::kNfc;
+    else if (d.type == "NFD") s.kind = NormStep::Kind::kNfd;
+    else if (d.type == "NFKC") s.kind = NormStep::Kind::kNfkc;
+    else if (d.type == "NFKD") s.kind = NormStep::Kind::kNfkd;
+    else if (d.type == "Lowercase") s.kind = NormStep::Kind::kLowercase;
+    else if (d.type == "Prepend") { s.kind = NormStep::Kind::kPrepend; s.pattern = d.pattern; }
+    else if (d.type == "Strip") { s.kind = NormStep::Kind::kStrip; s.left = d.left; s.right = d.right; }
+    else if (d.type == "Replace") {
+      s.content = d.content;
+      if (d.pattern_is_regex) {
+        s.kind = NormStep::Kind::kReplaceRegex;
+        s.regex = compile(d.pattern, i);
+      } else {
+        s.kind = NormStep::Kind::kReplaceLiteral;
+        s.pattern = d.pattern;
+      }
+    } else {
+      throw UnsupportedComponent(i, "normalizer " + d.type + " is not implemented natively");
+    }
+    steps.push_back(std::move(s));
+  }
+  return std::make_shared<const NormalizerChain>(std::move(steps));
+}
+
+PreTokenizerStep make_pre_tokenizer(const ComponentDesc& d, size_t index) {
+  PreTokenizerStep step;
+  if (d.type == "ByteLevel") {
+    step.kind = PreTokenizerStep::Kind::kByteLevel;
+    step.add_prefix_space = d.add_prefix_space;
+    if (d.use_regex) step.splitter = std::make_shared<const RegexSplitter>(compile(kGpt2Pattern, index), SplitBehavior::kIsolated, false);
+    return step;
+  }
+  if (d.type == "Split") {
+    const SplitBehavior b = parse_behavior(d.behavior, index);
+    if (d.pattern_is_regex) {
+      step.splitter = std::make_shared<const RegexSplitter>(compile(d.pattern, index), b, d.invert);
+    } else {
+      step.splitter = std::make_shared<const LiteralSplitter>(d.pattern, b, d.invert);
+    }
+    return step;
+  }
+  using K = ClassSplitter::Kind;
+  if (d.type == "Whitespace") step.splitter = std::make_shared<const ClassSplitter>(K::kWhitespace, false, SplitBehavior::kRemoved);
+  else if (d.type == "WhitespaceSplit") step.splitter = std::make_shared<const ClassSplitter>(K::kWhitespaceSplit, false, SplitBehavior::kRemoved);
+  else if (d.type == "Digits") step.splitter = std::make_shared<const ClassSplitter>(K::kDigits, d.individual_digits, SplitBehavior::kRemoved);
+  else if (d.type == "Punctuation") step.splitter = std::make_shared<const ClassSplitter>(K::kPunctuation, false, parse_behavior(d.behavior, index));
+  else throw UnsupportedComponent(index, "pre-tokenizer " + d.type + " is not implemented natively");
+  return step;
+}
+
+}  // namespace crayon

@@ -1,0 +1,350 @@
+#include "hf_engine.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "double_array.h"
+
+namespace crayon {
+namespace {
+
+constexpr uint32_t kHFHD = fourcc("HFHD");
+constexpr uint32_t kMETA = fourcc("META");
+constexpr uint32_t kTJSN = fourcc("TJSN");
+constexpr uint32_t kVSTR = fourcc("VSTR");
+constexpr uint32_t kHVTR = fourcc("HVTR");  // vocabulary trie (byte-level tokens as bytes): units
+constexpr uint32_t kHVVA = fourcc("HVVA");  //   and values
+constexpr uint32_t kHMRG = fourcc("HMRG");  // merge table
+constexpr uint32_t kHSLF = fourcc("HSLF");  // SELF bitmap
+constexpr uint32_t kHPFX = fourcc("HPFX");  // continuing_subword_prefix bytes
+constexpr uint32_t kHSFX = fourcc("HSFX");  // end_of_word_suffix bytes
+
+// The byte-level alphabet: byte b is shown as this code point (GPT-2's bytes_to_unicode).
+uint32_t byte_level_char(uint8_t b) {
+  if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE)) return b;
+  // The other 68 bytes map to U+0100.. in byte order.
+  uint32_t k = 0;
+  for (uint32_t c = 0; c < b; ++c) {
+    if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || c >= 0xAE)) ++k;
+  }
+  return 0x100 + k;
+}
+
+struct ByteLevelTable {
+  char utf8[256][2];
+  uint8_t len[256];
+  ByteLevelTable() {
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t cp = byte_level_char(static_cast<uint8_t>(b));
+      if (cp < 0x80) {
+        utf8[b][0] = static_cast<char>(cp);
+        len[b] = 1;
+      } else {
+        utf8[b][0] = static_cast<char>(0xC0 | (cp >> 6));
+        utf8[b][1] = static_cast<char>(0x80 | (cp & 0x3F));
+        len[b] = 2;
+      }
+    }
+  }
+};
+const ByteLevelTable& byte_level() {
+  static const ByteLevelTable table;
+  return table;
+}
+
+bool is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
+
+// A piece of a normalized text split: bytes [start, end), preceded by an inserted space when
+// `prefix` (ByteLevel's add_prefix_space).
+struct Piece {
+  uint32_t start;
+  uint32_t end;
+  bool prefix;
+};
+
+// Where the bytes of the normalized text came from in the original.
+class Alignment {
+ public:
+  // Implicit: the normalized text is the original text at `base`.
+  Alignment(std::string_view text, uint32_t base) : text_(text), base_(base) {}
+  Alignment(std::string_view text, const ByteRanges* align) : text_(text), align_(align) {}
+
+  uint32_t start_of(uint32_t k) const {
+    if (align_) return (*align_)[k].first;
+    while (k > 0 && is_continuation(static_cast<uint8_t>(text_[k]))) --k;
+    return base_ + k;
+  }
+  uint32_t end_of(uint32_t k) const {
+    if (align_) return (*align_)[k].second;
+    ++k;
+    while (k < text_.size() && is_continuation(static_cast<uint8_t>(text_[k]))) ++k;
+    return base_ + k;
+  }
+
+ private:
+  std::string_view text_;
+  uint32_t base_ = 0;
+  const ByteRanges* align_ = nullptr;
+};
+
+DoubleArrayView load_trie(const Cartridge& c, uint32_t units_id, uint32_t values_id) {
+  size_t n, nv;
+  const DoubleArrayUnit* units = c.array<DoubleArrayUnit>(units_id, &n);
+  const int32_t* values = c.array<int32_t>(values_id, &nv);
+  if (n == 0 || n > 0x7FFFFFFF) c.fail("trie " + fourcc_name(units_id) + " has an invalid size");
+  if (nv != n) c.fail("trie values " + fourcc_name(values_id) + " do not match its units");
+  return DoubleArrayView(units, values, static_cast<uint32_t>(n));
+}
+
+}  // namespace
+
+std::string build_hf_cartridge(const HfBpeSource& src) {
+  if (src.n_ids == 0) throw std::invalid_argument("the vocabulary is empty");
+  std::vector<std::pair<std::string_view, int32_t>> keys;
+  std::vector<std::string> bytes_by_id(src.n_ids);
+  keys.reserve(src.byte_tokens.size());
+  for (const auto& [b, id] : src.byte_tokens) {
+    if (id >= src.n_ids) throw std::invalid_argument("token id out of range");
+    if (b.empty()) continue;
+    keys.emplace_back(b, static_cast<int32_t>(id));
+    bytes_by_id[id] = b;
+  }
+  for (const HfMerge& m : src.merges) {
+    if (m.left >= src.n_ids || m.right >= src.n_ids || m.merged >= src.n_ids) {
+      throw std::invalid_argument("merge refers to an id out of range");
+    }
+  }
+  const DoubleArrayData trie = build_double_array(keys);
+  const std::vector<HfMergeEntry> table = build_hf_merge_table(src.merges);
+
+  const HfBpeModel probe(DoubleArrayView(trie), table.data(), table.size(), nullptr, src.n_ids, src.options);
+  const std::vector<uint8_t> self = compute_self_encodes(probe, bytes_by_id);
+
+  HfHeader h{};
+  h.engine = kEngineHfBpe;
+  h.n_ids = src.n_ids;
+  h.unk_id = src.options.unk_id;
+  h.flags = (src.options.fuse_unk ? kHfFuseUnk : 0) | (src.options.ignore_merges ? kHfIgnoreMerges : 0);
+  h.merge_capacity = table.size();
+
+  CartridgeWriter w;
+  w.add(kHFHD, std::string(reinterpret_cast<const char*>(&h), sizeof h), kSectionRequired);
+  w.add(kMETA, src.meta_json, kSectionRequired);
+  w.add(kTJSN, src.tokenizer_json);
+  w.add(kVSTR, src.vocab_strings, kSectionRequired);
+  w.add_array(kHVTR, trie.units, kSectionRequired);
+  w.add_array(kHVVA, trie.value, kSectionRequired);
+  w.add_array(kHMRG, table, kSectionRequired);
+  w.add_array(kHSLF, self, kSectionRequired);
+  w.add(kHPFX, src.options.prefix, kSectionRequired);
+  w.add(kHSFX, src.options.suffix, kSectionRequired);
+  return w.finish();
+}
+
+HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeline)
+    : cartridge_(std::move(cartridge)), pipeline_(std::move(pipeline)) {
+  const Cartridge& c = *cartridge_;
+  const std::string_view hb = c.bytes(kHFHD);
+  if (hb.size() != sizeof(HfHeader)) c.fail("section HFHD has the wrong size");
+  HfHeader h;
+  std::memcpy(&h, hb.data(), sizeof h);
+  if (h.engine != kEngineHfBpe) c.fail("this cartridge is not a tokenizer.json BPE cartridge");
+  if (h.n_ids == 0) c.fail("HFHD declares an empty vocabulary");
+
+  size_t n_merges, n_self;
+  const HfMergeEntry* merges = c.array<HfMergeEntry>(kHMRG, &n_merges);
+  if (n_merges != h.merge_capacity || n_merges == 0) c.fail("merge table size does not match HFHD");
+  const uint8_t* self = c.array<uint8_t>(kHSLF, &n_self);
+  if (n_self != (h.n_ids + 7) / 8) c.fail("SELF bitmap size does not match the vocabulary");
+
+  HfBpeOptions opts;
+  opts.unk_id = h.unk_id < 0 ? -1 : h.unk_id;
+  opts.fuse_unk = h.flags & kHfFuseUnk;
+  opts.ignore_merges = h.flags & kHfIgnoreMerges;
+  opts.prefix = std::string(c.bytes(kHPFX));
+  opts.suffix = std::string(c.bytes(kHSFX));
+  model_ = HfBpeModel(load_trie(c, kHVTR, kHVVA), merges, n_merges, self, h.n_ids, std::move(opts));
+
+  bool found = false;
+  for (size_t i = 0; i < pipeline_.pre_tokenizers.size(); ++i) {
+    if (pipeline_.pre_tokenizers[i].kind == PreTokenizerStep::Kind::kByteLevel && !found) {
+      byte_level_step_ = i;
+      found = true;
+    }
+  }
+  if (!found) throw std::invalid_argument("the pipeline has no ByteLevel pre-tokenizer");
+  for (const AddedToken& t : pipeline_.added_raw) {
+    if (t.id >= h.n_ids) throw std::invalid_argument("added token id out of range");
+  }
+  for (const AddedToken& t : pipeline_.added_normalized) {
+    if (t.id >= h.n_ids) throw std::invalid_argument("added token id out of range");
+  }
+  added_raw_ = AddedTokenSet(pipeline_.added_raw);
+  added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
+}
+
+void HfEngine::encode(std::string_view text, bool encode_special_tokens, RawEncoding& out) const {
+  out.clear();
+  if (text.size() >= 0xFFFFFFFFull) throw std::length_error("text longer than 4 GiB");
+  uint32_t word = 0;
+  thread_local std::vector<AddedSplit> splits;
+  splits.clear();
+  added_raw_.split(text, encode_special_tokens, splits);
+  for (const AddedSplit& s : splits) {
+    if (s.end <= s.start) continue;
+    if (s.token >= 0) {
+      const AddedToken& t = added_raw_.token(static_cast<size_t>(s.token));
+      const std::string_view matched = text.substr(s.start, s.end - s.start);
+      if (matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
+      out.ids.push_back(t.id);
+      out.starts.push_back(s.start);
+      out.ends.push_back(s.end);
+      out.words.push_back(word++);
+    } else {
+      encode_text_split(text.substr(s.start, s.end - s.start), s.start, encode_special_tokens, out, word);
+    }
+  }
+}
+
+void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool encode_special_tokens,
+                                 RawEncoding& out, uint32_t& word) const {
+  // Normalize; the alignment stays implicit while the text is unchanged.
+  thread_local std::string normalized;
+  thread_local ByteRanges align;
+  std::string_view text = segment;
+  bool explicit_align = false;
+  if (pipeline_.normalizer && !pipeline_.normalizer->is_identity(segment)) {
+    normalized.assign(segment.data(), segment.size());
+    align.clear();
+    align.reserve(segment.size());
+    for (uint32_t i = 0; i < segment.size();) {
+      uint32_t j = i + 1;
+      while (j < segment.size() && is_continuation(static_cast<uint8_t>(segment[j]))) ++j;
+      for (uint32_t k = i; k < j; ++k) align.emplace_back(base + i, base + j);
+      i = j;
+    }
+    if (pipeline_.normalizer->apply(normalized, align)) {
+      text = normalized;
+      explicit_align = true;
+    }
+  }
+  const Alignment where = explicit_align ? Alignment(text, &align) : Alignment(text, base);
+
+  thread_local std::vector<AddedSplit> splits;
+  splits.clear();
+  added_normalized_.split(text, encode_special_tokens, splits);
+
+  thread_local std::vector<Piece> pieces, next;
+  thread_local ByteRanges ranges;
+  thread_local std::string scratch;
+  thread_local std::vector<uint32_t> char_starts;
+  thread_local std::vector<HfToken> tokens;
+  const auto& steps = pipeline_.pre_tokenizers;
+
+  for (const AddedSplit& s : splits) {
+    if (s.end <= s.start) continue;
+    if (s.token >= 0) {
+      const AddedToken& t = added_normalized_.token(static_cast<size_t>(s.token));
+      const std::string_view matched = text.substr(s.start, s.end - s.start);
+      if (matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
+      out.ids.push_back(t.id);
+      out.starts.push_back(where.start_of(s.start));
+      out.ends.push_back(where.end_of(s.end - 1));
+      out.words.push_back(word++);
+      continue;
+    }
+
+    pieces.clear();
+    pieces.push_back(Piece{s.start, s.end, false});
+    for (size_t step = 0; step < steps.size(); ++step) {
+      const PreTokenizerStep& st = steps[step];
+      next.clear();
+      for (const Piece& p : pieces) {
+        if (step < byte_level_step_) {
+          // Before ByteLevel the piece is plain normalized text.
+          ranges.clear();
+          st.splitter->split(text.substr(p.start, p.end - p.start), ranges);
+          for (const auto& [a, b] : ranges) next.push_back(Piece{p.start + a, p.start + b, false});
+        } else if (step == byte_level_step_) {
+          const bool prefix = st.add_prefix_space && text[p.start] != ' ';
+          if (!st.splitter) {
+            next.push_back(Piece{p.start, p.end, prefix});
+            continue;
+          }
+          ranges.clear();
+          if (!prefix) {
+            st.splitter->split(text.substr(p.start, p.end - p.start), ranges);
+            for (const auto& [a, b] : ranges) next.push_back(Piece{p.start + a, p.start + b, false});
+          } else {
+            scratch.assign(1, ' ');
+            scratch.append(text.data() + p.start, p.end - p.start);
+            st.splitter->split(scratch, ranges);
+            for (const auto& [a, b] : ranges) {
+              // Offset 0 of scratch is the inserted space.
+              next.push_back(Piece{p.start + (a == 0 ? 0 : a - 1), p.start + b - 1, a == 0});
+            }
+          }
+        } else {
+          // After ByteLevel the text the splitter sees is the byte-level form of the piece.
+          const ByteLevelTable& bl = byte_level();
+          scratch.clear();
+          char_starts.clear();
+          const uint32_t n_virtual = (p.end - p.start) + (p.prefix ? 1 : 0);
+          for (uint32_t v = 0; v < n_virtual; ++v) {
+            const uint8_t byte = (p.prefix && v == 0) ? uint8_t{' '}
+                                                      : static_cast<uint8_t>(text[p.start + v - (p.prefix ? 1 : 0)]);
+            char_starts.push_back(static_cast<uint32_t>(scratch.size()));
+            scratch.append(bl.utf8[byte], bl.len[byte]);
+          }
+          char_starts.push_back(static_cast<uint32_t>(scratch.size()));
+          ranges.clear();
+          st.splitter->split(scratch, ranges);
+          auto to_virtual = [&](uint32_t off) {
+            // The character that starts at `off` (splitters cut at character boundaries).
+            size_t lo = 0, hi = char_starts.size() - 1;
+            while (lo < hi) {
+              const size_t mid = (lo + hi) / 2;
+              if (char_starts[mid] < off) lo = mid + 1; else hi = mid;
+            }
+            return static_cast<uint32_t>(lo);
+          };
+          for (const auto& [a, b] : ranges) {
+            const uint32_t va = to_virtual(a), vb = to_virtual(b);
+            if (vb <= va) continue;
+            const bool has_prefix = p.prefix && va == 0;
+            const uint32_t shift = p.prefix ? 1 : 0;
+            next.push_back(Piece{p.start + (has_prefix ? 0 : va - shift), p.start + vb - shift, has_prefix});
+          }
+        }
+      }
+      pieces.swap(next);
+    }
+
+    // The model, piece by piece.
+    for (const Piece& p : pieces) {
+      const uint8_t* bytes = reinterpret_cast<const uint8_t*>(text.data()) + p.start;
+      size_t n = p.end - p.start;
+      if (p.prefix) {
+        scratch.assign(1, ' ');
+        scratch.append(text.data() + p.start, n);
+        bytes = reinterpret_cast<const uint8_t*>(scratch.data());
+        n += 1;
+      }
+      tokens.clear();
+      model_.encode_word(bytes, n, tokens);
+      const uint32_t shift = p.prefix ? 1 : 0;
+      // The inserted space is aligned to an empty range at the piece's start (tokenizers' rule
+      // for text prepended to a split).
+      const uint32_t piece_origin = where.start_of(p.start < text.size() ? p.start : p.start - 1);
+      for (const HfToken& t : tokens) {
+        out.ids.push_back(t.id);
+        out.starts.push_back(p.prefix && t.start == 0 ? piece_origin : where.start_of(p.start + t.start - shift));
+        out.ends.push_back(p.prefix && t.end == 1 ? piece_origin : where.end_of(p.start + t.end - 1 - shift));
+        out.words.push_back(word);
+      }
+      ++word;
+    }
+  }
+}
+
+}  // namespace crayon

@@ -1,0 +1,138 @@
+// The tokenizer.json engine: one sequence through the `tokenizers` pipeline up to the model.
+//
+//   text ──non-normalized added tokens──> [text | token | ...]           (original offsets)
+//        each text split ──normalizer chain──> normalized text + per-byte alignment to the original
+//                        ──normalized added tokens──> [text | token | ...]
+//        each text split ──pre-tokenizer steps──> pieces (empty pieces dropped)
+//                                                 ByteLevel: optional prefix space, GPT-2 split,
+//                                                 then the piece is bytes for the model
+//        each piece ──BPE model (hf_bpe.h)──> tokens
+//   ──> ids, [start, end) byte offsets in the original, word index (= index of the split)
+//
+// What happens after the model (post-processing, truncation, padding, char offsets) is policy and
+// lives in Python (crayon_hf/_hf). Decoding lives there too.
+//
+// Offsets follow tokenizers' alignment rule: every byte of a normalized string carries the
+// original byte range of the character it came from, and a token covering normalized bytes
+// [a, b) maps to [align[a].first, align[b - 1].second). Without a normalizer (or when the
+// normalizer leaves a split unchanged) the alignment is implicit: a byte's range is its
+// character's range, so no per-byte array is built on the hot path.
+//
+// Components the engine composes are small interfaces (TextNormalizer, PieceSplitter) built by
+// hf_components.cc from a tokenizer.json description; anything not implemented there is refused
+// at load and the Python face falls back to the real `tokenizers` for the whole tokenizer.
+//
+// Thread safety: immutable after construction; encode uses thread_local scratch only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "added_tokens.h"
+#include "cartridge.h"
+#include "hf_bpe.h"
+
+namespace crayon {
+
+using ByteRanges = std::vector<std::pair<uint32_t, uint32_t>>;
+
+// A normalizer chain. apply() rewrites `text` (whose byte i has original range align[i]) in place;
+// returns false, touching nothing, when the text is already normalized (the common fast path).
+class TextNormalizer {
+ public:
+  virtual ~TextNormalizer() = default;
+  virtual bool apply(std::string& text, ByteRanges& align) const = 0;
+  // Quick check on the original text: true when apply() would certainly change nothing.
+  virtual bool is_identity(std::string_view text) const = 0;
+};
+
+// A pre-tokenizer that only splits: appends [start, end) sub-ranges of `text` (non-empty).
+class PieceSplitter {
+ public:
+  virtual ~PieceSplitter() = default;
+  virtual void split(std::string_view text, ByteRanges& pieces) const = 0;
+};
+
+struct PreTokenizerStep {
+  enum class Kind : uint8_t { kSplit, kByteLevel };
+  Kind kind = Kind::kSplit;
+  std::shared_ptr<const PieceSplitter> splitter;  // kSplit; for kByteLevel the GPT-2 split or null
+  bool add_prefix_space = false;                  // kByteLevel
+};
+
+struct HfPipeline {
+  std::shared_ptr<const TextNormalizer> normalizer;  // null: none
+  std::vector<PreTokenizerStep> pre_tokenizers;      // must contain one kByteLevel step
+  std::vector<AddedToken> added_raw;         // normalized=false tokens
+  std::vector<AddedToken> added_normalized;  // normalized=true tokens, content normalized
+};
+
+// The result of one sequence. Token strings equal the vocabulary's except for added tokens,
+// whose string is the matched text (with any stripped whitespace): those are listed in
+// `token_text`.
+struct RawEncoding {
+  std::vector<uint32_t> ids;
+  std::vector<uint32_t> starts;  // byte offsets in the original text
+  std::vector<uint32_t> ends;
+  std::vector<uint32_t> words;
+  std::vector<std::pair<uint32_t, std::string>> token_text;  // (token index, string)
+  void clear() { ids.clear(); starts.clear(); ends.clear(); words.clear(); token_text.clear(); }
+};
+
+// HFHD: fixed parameters of a tokenizer.json cartridge.
+struct HfHeader {
+  uint32_t engine;        // kEngineHfBpe
+  uint32_t n_ids;         // every id is < n_ids
+  int32_t unk_id;         // -1 when none
+  uint32_t flags;         // kHfFuseUnk | kHfIgnoreMerges | kHfSelfEncodes
+  uint64_t merge_capacity;
+  uint64_t reserved;
+};
+static_assert(sizeof(HfHeader) == 32, "HFHD is 32 bytes");
+constexpr uint32_t kEngineHfBpe = 2;
+constexpr uint32_t kHfFuseUnk = 1u, kHfIgnoreMerges = 2u;
+
+// What the converter hands over. Vocabulary tokens are given as bytes (byte-level characters
+// mapped back); tokens outside the byte-level alphabet have no bytes and are left out.
+struct HfBpeSource {
+  std::vector<std::pair<std::string, uint32_t>> byte_tokens;  // bytes -> id
+  std::vector<HfMerge> merges;                                 // in list order
+  uint32_t n_ids = 0;
+  HfBpeOptions options;
+  std::string meta_json;       // META: the pipeline description for the Python face
+  std::string tokenizer_json;  // TJSN: the source tokenizer.json, for save() and the fallback
+  std::string vocab_strings;   // VSTR: token strings by id, '\0'-separated ("" for gaps)
+};
+
+// Builds the cartridge image. Throws std::invalid_argument on inconsistent input.
+std::string build_hf_cartridge(const HfBpeSource& source);
+
+class HfEngine {
+ public:
+  HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeline);
+
+  const Cartridge& cartridge() const { return *cartridge_; }
+  const HfBpeModel& model() const { return model_; }
+  uint32_t n_ids() const { return model_.n_ids(); }
+
+  // One sequence up to the model. `encode_special_tokens`: special added tokens are text.
+  void encode(std::string_view text, bool encode_special_tokens, RawEncoding& out) const;
+
+ private:
+  void encode_text_split(std::string_view text, uint32_t base, bool encode_special_tokens,
+                         RawEncoding& out, uint32_t& word) const;
+
+  std::shared_ptr<const Cartridge> cartridge_;
+  HfPipeline pipeline_;
+  HfBpeModel model_;
+  AddedTokenSet added_raw_;
+  AddedTokenSet added_normalized_;
+  size_t byte_level_step_ = 0;  // index of the kByteLevel step
+};
+
+}  // namespace crayon
