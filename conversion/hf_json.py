@@ -101,7 +101,7 @@ class NativePlan:
     pre_tokenizer_paths: list[str] = field(default_factory=list)
     byte_tokens: list[tuple[bytes, int]] = field(default_factory=list)
     merges: list[tuple[int, int, int]] = field(default_factory=list)
-    vocab_strings: list[str] = field(default_factory=list)
+    vocab_strings: list[str | None] = field(default_factory=list)
     n_ids: int = 0
     unk_id: int = -1
     fuse_unk: bool = False
@@ -231,10 +231,8 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
     for tok in data.get("added_tokens") or []:
         n_ids = max(n_ids, int(tok["id"]) + 1)
     plan.n_ids = n_ids
-    strings = [""] * n_ids
+    strings: list[str | None] = [None] * n_ids
     for tok, i in vocab.items():
-        if "\0" in tok:
-            raise Unsupported("model.vocab", "a token contains a NUL character")
         strings[i] = tok
         b = _to_bytes(tok)
         if b:
@@ -273,12 +271,23 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
 
 
 def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, Any]) -> bytes:
-    """The cartridge image for a planned tokenizer.json (`source` is stored verbatim)."""
+    """The cartridge image for a planned tokenizer.json (`source` is stored verbatim in TJSN).
+
+    META carries everything the Python face needs at load, so loading never parses the
+    (megabytes of) source JSON: the flattened pipeline, the added tokens, the post-processor,
+    decoder, truncation and padding objects, and the model's vocabulary size."""
     from crayon_hf._native import native
 
     raw = source.encode("utf-8") if isinstance(source, str) else source
+    data = parse_tokenizer_json(raw)
     meta = dict(meta)
     meta.setdefault("source_sha256", hashlib.sha256(raw).hexdigest())
+    meta["engine"] = "hf_bpe"
+    meta["format"] = 1
+    for key in ("added_tokens", "normalizer", "post_processor", "decoder", "truncation", "padding"):
+        meta[key] = data.get(key)
+    meta["added_tokens"] = meta["added_tokens"] or []
+    meta["model_vocab_size"] = len(data["model"]["vocab"])
     meta["normalizers"] = plan.normalizers
     meta["normalizer_paths"] = plan.normalizer_paths
     meta["pre_tokenizers"] = plan.pre_tokenizers
@@ -294,5 +303,5 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
         plan.suffix,
         json.dumps(meta, ensure_ascii=False),
         raw,
-        "\0".join(plan.vocab_strings).encode("utf-8"),
+        json.dumps(plan.vocab_strings, ensure_ascii=False).encode("utf-8"),
     )

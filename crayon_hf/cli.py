@@ -30,17 +30,85 @@ def _parse_specials(items: Sequence[str]) -> dict[str, int] | None:
     return specials
 
 
+def _verify_documents(corpus: str | None) -> list[str]:
+    """The texts `convert --verify` compares on: a corpus file cut into ~4 KiB documents plus its
+    lines, or the built-in multilingual sample (prose in many scripts, code, numbers, emoji,
+    combining marks, whitespace runs, special-looking strings)."""
+    if corpus:
+        with open(corpus, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    else:
+        from importlib.resources import files
+
+        text = files("crayon_hf").joinpath("data/verify_sample.txt").read_text(encoding="utf-8")
+    docs = [text[i : i + 4096] for i in range(0, len(text), 4096)]
+    docs += [line for line in text.splitlines(keepends=True)[:5000] if line.strip()]
+    return docs
+
+
+def _report_parity(label: str, docs: list[str], ours, ref) -> int:
+    """Encodes every document with both; prints the parity line and the first mismatch."""
+    same = 0
+    first: str | None = None
+    for doc in docs:
+        a, b = ours(doc), ref(doc)
+        if a == b:
+            same += 1
+        elif first is None:
+            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            first = f"first mismatch in {doc[:80]!r}: at token {i}, crayon {a[i:i + 5]} vs {label} {b[i:i + 5]}"
+    print(f"verify: {same}/{len(docs)} documents identical to {label}")
+    if first:
+        print(first, file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
     from crayon_hf._cache import atomic_write
     from crayon_hf.conversion.sniff import FileKind, sniff_file
-    from crayon_hf.conversion.tiktoken_rank import convert_rank_file
 
     kind = sniff_file(args.input)
+    start = time.perf_counter()
+    if kind is FileKind.TOKENIZER_JSON:
+        from crayon_hf.tokenizer import Tokenizer
+
+        tok = Tokenizer.from_file(args.input)
+        if tok.crayon_backend != "native":
+            raise SystemExit(
+                f"crayon convert: {args.input} needs a component the native engine does not run yet "
+                f"({tok.crayon_backend}); crayon_hf.Tokenizer still loads it, through the tokenizers library"
+            )
+        tok.save_cartridge(args.output)
+        loaded = Tokenizer.from_file(args.output)
+        print(
+            f"wrote {args.output}: tokenizer.json BPE, {loaded.get_vocab_size():,} ids, "
+            f"{os.path.getsize(args.output) / 1e6:.2f} MB, backend {loaded.crayon_backend}, "
+            f"in {time.perf_counter() - start:.2f} s"
+        )
+        if args.verify is None:
+            return 0
+        import tokenizers
+
+        ref = tokenizers.Tokenizer.from_file(args.input)
+
+        def ours(doc: str):
+            e = loaded.encode(doc)
+            return list(zip(e.ids, e.offsets)) + [loaded.decode(e.ids)]
+
+        def theirs(doc: str):
+            e = ref.encode(doc)
+            return list(zip(e.ids, e.offsets)) + [ref.decode(e.ids)]
+
+        return _report_parity(f"tokenizers {tokenizers.__version__}", _verify_documents(args.verify or None), ours, theirs)
+
     if kind is not FileKind.TIKTOKEN_RANKS:
         raise SystemExit(
-            f"crayon convert: {args.input} is a {kind.value}; this version converts tiktoken rank files"
+            f"crayon convert: {args.input} is a {kind.value}; this version converts tokenizer.json files "
+            "and tiktoken rank files"
         )
-    start = time.perf_counter()
+    from crayon_hf.conversion.tiktoken_rank import convert_rank_file
+
     image = convert_rank_file(args.input, pattern=args.pattern, special_tokens=_parse_specials(args.special), name=args.name)
     atomic_write(args.output, image)
     elapsed = time.perf_counter() - start
@@ -51,7 +119,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
         f"wrote {args.output}: {enc.name}, {enc.n_vocab} ids ({len(enc._special_tokens)} special), "
         f"{len(image) / 1e6:.2f} MB, backend {enc.crayon_backend}, in {elapsed:.2f} s"
     )
-    return 0
+    if args.verify is None:
+        return 0
+    import tiktoken
+
+    ref = tiktoken.Encoding(
+        enc.name, pat_str=enc._pat_str, mergeable_ranks=enc._mergeable_ranks, special_tokens=enc._special_tokens
+    )
+    return _report_parity(
+        f"tiktoken {tiktoken.__version__}", _verify_documents(args.verify or None), enc.encode_ordinary, ref.encode_ordinary
+    )
 
 
 def _inspect_data(path: str) -> dict:
@@ -212,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("convert", help="compile a vocabulary into a cartridge")
-    c.add_argument("input", help="a tiktoken rank file")
+    c.add_argument("input", help="a tokenizer.json or a tiktoken rank file (recognised by content)")
     c.add_argument(
         "--pattern",
         help="split pattern: r50k_base, cl100k_base, o200k_base, llama3, or a regex "
@@ -221,6 +298,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--special", action="append", default=[], metavar="TOKEN=ID", help="a special token (repeatable)")
     c.add_argument("--name", help="encoding name stored in the cartridge")
     c.add_argument("-o", "--output", required=True, help="cartridge to write (.dat)")
+    c.add_argument(
+        "--verify",
+        nargs="?",
+        const="",
+        metavar="CORPUS",
+        help="after converting, encode CORPUS (default: a built-in multilingual sample) with the "
+        "cartridge and with the reference library (tokenizers or tiktoken) and report parity; "
+        "exits 1 on any mismatch",
+    )
     c.set_defaults(func=cmd_convert)
 
     i = sub.add_parser("inspect", help="show a cartridge's header, sections and checksum status")

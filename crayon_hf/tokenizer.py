@@ -37,7 +37,7 @@ from crayon_hf._hf.processors import build_post_processor
 __all__ = ["Tokenizer", "AddedToken", "Encoding"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 1
+_CACHE_GENERATION = 3
 _MAGIC = b"CRAYONHF"
 
 
@@ -134,6 +134,10 @@ class Tokenizer:
     def from_buffer(cls, buffer: bytes, source: str = "tokenizer.json") -> Tokenizer:
         from crayon_hf.conversion.hf_json import Unsupported, build_hf_cartridge, parse_tokenizer_json, plan_native
 
+        digest = hashlib.sha256(buffer).hexdigest()
+        target = cache_dir() / f"tokenizer-{digest[:32]}-g{_CACHE_GENERATION}.dat"
+        if target.exists():
+            return cls.from_cartridge(target)
         data = parse_tokenizer_json(buffer, source)
         try:
             # Post-processor and decoder are Python; check them before compiling anything.
@@ -142,10 +146,7 @@ class Tokenizer:
             plan = plan_native(data)
         except (Unsupported, UnsupportedComponent) as e:
             return cls._fallback(buffer, getattr(e, "path", "?"), str(e))
-        digest = hashlib.sha256(buffer).hexdigest()
-        target = cache_dir() / f"tokenizer-{digest[:32]}-g{_CACHE_GENERATION}.dat"
-        if not target.exists():
-            atomic_write(target, build_hf_cartridge(buffer, plan, {"source_sha256": digest}))
+        atomic_write(target, build_hf_cartridge(buffer, plan, {"source_sha256": digest}))
         return cls.from_cartridge(target)
 
     @classmethod
@@ -162,20 +163,17 @@ class Tokenizer:
             )
         meta = json.loads(native.section_bytes(self._cartridge_path, "META").decode("utf-8"))
         self._meta = meta
-        source = native.section_bytes(self._cartridge_path, "TJSN")
-        data = json.loads(source)
-        self._json_cache = data
-        self._added = [dict(t) for t in data.get("added_tokens") or []]
-        self._processor = build_post_processor(data.get("post_processor"))
-        self._decoder = build_decoder(data.get("decoder"))
-        self._truncation = TruncationParams.from_json(data.get("truncation"))
-        self._padding = PaddingParams.from_json(data.get("padding"))
-        self._model_vocab_size = len(data["model"]["vocab"])
+        self._added = [dict(t) for t in meta["added_tokens"]]
+        self._processor = build_post_processor(meta["post_processor"])
+        self._decoder = build_decoder(meta["decoder"])
+        self._truncation = TruncationParams.from_json(meta["truncation"])
+        self._padding = PaddingParams.from_json(meta["padding"])
+        self._model_vocab_size = meta["model_vocab_size"]
         try:
             self._build_engine()
         except native.UnsupportedComponent as e:
-            path_ = self._component_path(str(e))
-            return cls._fallback(source, path_, str(e))
+            source = native.section_bytes(self._cartridge_path, "TJSN")
+            return cls._fallback(source, self._component_path(str(e)), str(e))
         return self
 
     @classmethod
@@ -199,7 +197,7 @@ class Tokenizer:
         """An added token's content as the normalizer leaves it: normalized tokens are matched in
         normalized text. Only added-token contents go through this, once per load; it uses the
         real normalizer so that the contents are exactly what `tokenizers` matches on."""
-        normalizer = self._json_cache.get("normalizer")
+        normalizer = self._meta["normalizer"]
         if normalizer is None:
             return content
         if getattr(self, "_norm_ref", None) is None:
@@ -224,6 +222,7 @@ class Tokenizer:
         )
         self._vocab_cache = None
         self._skip_cache = None
+        self._lazy = None
 
     # ------------------------------------------------------------------ identity
 
@@ -232,10 +231,19 @@ class Tokenizer:
         """"native", or "fallback: <json path of the component>" when `tokenizers` runs it."""
         return self._backend
 
+    @property
+    def _source(self) -> dict[str, Any]:
+        """The source tokenizer.json, parsed on first use (save, to_str, vocabulary views)."""
+        if self._json_cache is None:
+            from crayon_hf._native import native
+
+            self._json_cache = json.loads(native.section_bytes(self._cartridge_path, "TJSN"))
+        return self._json_cache
+
     def _data(self) -> dict[str, Any]:
         if self._ref is not None:
             return json.loads(self._ref.to_str())
-        data = copy.deepcopy(self._json_cache)
+        data = copy.deepcopy(self._source)
         data["added_tokens"] = [dict(t) for t in self._added]
         data["truncation"] = self._truncation.to_json() if self._truncation else None
         data["padding"] = self._padding.to_json() if self._padding else None
@@ -257,7 +265,7 @@ class Tokenizer:
         """Writes the cartridge (.dat). Tokens added after load are compiled into the new file."""
         if self._ref is not None:
             raise ValueError(f"this tokenizer runs on the tokenizers library ({self._backend}); it has no cartridge")
-        if self._added == list(self._json_cache.get("added_tokens") or []) and self._cartridge_path:
+        if self._added == self._meta["added_tokens"] and self._cartridge_path:
             atomic_write(path, Path(self._cartridge_path).read_bytes())
             return
         from crayon_hf.conversion.hf_json import build_hf_cartridge, plan_native
@@ -269,7 +277,7 @@ class Tokenizer:
     def __getstate__(self) -> dict[str, Any]:
         if self._ref is not None:
             return {"json": self._ref.to_str()}
-        if self._added == list(self._json_cache.get("added_tokens") or []):
+        if self._added == self._meta["added_tokens"]:
             return {"cartridge": self._cartridge_path, "truncation": self._truncation, "padding": self._padding,
                     "encode_special_tokens": self._encode_special_tokens}
         return {"json": self.to_str()}
@@ -285,21 +293,26 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ vocabulary
 
+    def _model_strings(self) -> list[str | None]:
+        """The model's token strings by id (None where the model has no token), from VSTR."""
+        if getattr(self, "_model_strings_cache", None) is None:
+            from crayon_hf._native import native
+
+            self._model_strings_cache = json.loads(native.section_bytes(self._cartridge_path, "VSTR"))
+        return self._model_strings_cache
+
+    def _model_vocab(self) -> dict[str, int]:
+        if getattr(self, "_model_vocab_cache", None) is None:
+            self._model_vocab_cache = {t: i for i, t in enumerate(self._model_strings()) if t is not None}
+        return self._model_vocab_cache
+
     def _vocab(self) -> list[str | None]:
         """Token string by id, added tokens included (None for ids without a token)."""
         if self._vocab_cache is None:
-            from crayon_hf._native import native
-
-            raw = native.section_bytes(self._cartridge_path, "VSTR").decode("utf-8")
-            strings: list[str | None] = list(raw.split("\0")) if raw or self._engine.n_ids else []
-            model = self._json_cache["model"]["vocab"]
-            ids = set(model.values())
-            for i in range(len(strings)):
-                if i not in ids:
-                    strings[i] = None
+            strings = list(self._model_strings())
             for t in self._added:
-                while t["id"] >= len(strings):
-                    strings.append(None)
+                if t["id"] >= len(strings):
+                    strings.extend([None] * (t["id"] + 1 - len(strings)))
                 strings[t["id"]] = t["content"]
             self._vocab_cache = strings
         return self._vocab_cache
@@ -310,7 +323,7 @@ class Tokenizer:
         for t in self._added:
             if t["content"] == token:
                 return t["id"]
-        return self._json_cache["model"]["vocab"].get(token)
+        return self._model_vocab().get(token)
 
     def id_to_token(self, id: int) -> str | None:
         if self._ref is not None:
@@ -321,7 +334,7 @@ class Tokenizer:
     def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
         if self._ref is not None:
             return self._ref.get_vocab(with_added_tokens)
-        vocab = dict(self._json_cache["model"]["vocab"])
+        vocab = dict(self._model_vocab())
         if with_added_tokens:
             for t in self._added:
                 vocab[t["content"]] = t["id"]
@@ -348,7 +361,7 @@ class Tokenizer:
 
     def _add(self, tokens: Iterable[Any], special: bool) -> int:
         added = 0
-        model = self._json_cache["model"]["vocab"]
+        model = self._model_vocab()
         for token in tokens:
             d = _added_dict(token, special)
             if not d["content"]:
@@ -474,7 +487,13 @@ class Tokenizer:
 
     @property
     def _vocab_lazy(self) -> Sequence[str | None]:
-        return _LazyVocab(self)
+        # One object per tokenizer state: post-processors cache per-vocabulary tables by identity.
+        if self._vocab_cache is not None:
+            return self._vocab_cache
+        lazy = getattr(self, "_lazy", None)
+        if lazy is None:
+            lazy = self._lazy = _LazyVocab(self)
+        return lazy
 
     def encode(self, sequence: Any, pair: Any = None, is_pretokenized: bool = False,
                add_special_tokens: bool = True) -> Any:

@@ -106,7 +106,7 @@ struct HfBpeSource {
   HfBpeOptions options;
   std::string meta_json;       // META: the pipeline description for the Python face
   std::string tokenizer_json;  // TJSN: the source tokenizer.json, for save() and the fallback
-  std::string vocab_strings;   // VSTR: token strings by id, '\0'-separated ("" for gaps)
+  std::string vocab_strings;   // VSTR: token strings by id, a JSON array (null for gaps)
 };
 
 // Builds the cartridge image. Throws std::invalid_argument on inconsistent input.

@@ -1,0 +1,332 @@
+"""crayon_hf.Tokenizer against the real `tokenizers` on every byte-level BPE folder in
+../shared/vocab/hf and on tokenizers built with transformers' TikTokenConverter from the rank
+files in ../shared/vocab/tiktoken.
+
+Every comparison checks the whole Encoding (ids, tokens, offsets, word ids, type ids, masks,
+sequence ids) and decode, on real text (CI-sized samples of every corpus, random slices),
+hypothesis strings over an adversarial alphabet, pairs, batches and added tokens in odd places.
+Whole corpora run under `pytest -m full`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support import VOCAB, corpus_files, corpus_text, random_slices, require_module, require_shared, short_docs
+
+BYTE_LEVEL_FOLDERS = [
+    "gpt2",
+    "roberta_base",
+    "gpt_neox_20b",
+    "phi2",
+    "falcon",
+    "llama3_1",
+    "qwen2_5",
+    "deepseek_v3",
+    "clip",
+    "whisper_large_v3",
+]
+
+_LOADED: dict[str, tuple[object, object]] = {}
+
+
+def load_pair(folder: str):
+    """(ours, reference) for a folder, cached for the session."""
+    if folder not in _LOADED:
+        tokenizers = require_module("tokenizers")
+        from crayon_hf import Tokenizer
+
+        path = require_shared(VOCAB / "hf" / folder / "tokenizer.json")
+        _LOADED[folder] = (Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path)))
+    return _LOADED[folder]
+
+
+@pytest.fixture(params=BYTE_LEVEL_FOLDERS)
+def hf_pair(request):
+    return load_pair(request.param)
+
+
+def encoding_fields(enc) -> dict:
+    return {
+        "ids": enc.ids,
+        "tokens": enc.tokens,
+        "offsets": enc.offsets,
+        "word_ids": enc.word_ids,
+        "type_ids": enc.type_ids,
+        "attention_mask": enc.attention_mask,
+        "special_tokens_mask": enc.special_tokens_mask,
+        "sequence_ids": enc.sequence_ids,
+        "n_sequences": enc.n_sequences,
+        "overflowing": [encoding_fields(o) for o in enc.overflowing],
+    }
+
+
+def assert_same_encoding(ours, ref, context: str) -> None:
+    a, b = encoding_fields(ours), encoding_fields(ref)
+    if a == b:
+        return
+    for key in a:
+        if a[key] != b[key]:
+            if isinstance(a[key], list) and isinstance(b[key], list):
+                i = next((i for i, (x, y) in enumerate(zip(a[key], b[key])) if x != y), min(len(a[key]), len(b[key])))
+                toks = b["tokens"][max(0, i - 3): i + 3]
+                pytest.fail(
+                    f"{context}: {key} differ at index {i}: ours {a[key][max(0, i - 3): i + 3]} vs "
+                    f"tokenizers {b[key][max(0, i - 3): i + 3]} (reference tokens {toks}; lengths "
+                    f"{len(a[key])} vs {len(b[key])})"
+                )
+            pytest.fail(f"{context}: {key} differ: ours {a[key]!r} vs tokenizers {b[key]!r}")
+
+
+def check_texts(ours, ref, texts: list[str], context: str, decode: bool = True) -> None:
+    for i, text in enumerate(texts):
+        a, b = ours.encode(text), ref.encode(text)
+        assert_same_encoding(a, b, f"{context} #{i} {text[:60]!r}")
+        if decode:
+            for skip in (True, False):
+                assert ours.decode(b.ids, skip_special_tokens=skip) == ref.decode(b.ids, skip_special_tokens=skip), (
+                    f"{context} #{i}: decode(skip_special_tokens={skip}) differs"
+                )
+
+
+def documents(text: str, size: int = 4096) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def test_byte_level_folders_run_natively(hf_pair):
+    ours, _ = hf_pair
+    assert ours.crayon_backend == "native"
+
+
+@pytest.mark.parametrize("corpus", [p.name for p in corpus_files()] if (VOCAB.parent / "corpora").exists() else [])
+def test_corpus_samples(hf_pair, corpus):
+    ours, ref = hf_pair
+    path = next(p for p in corpus_files() if p.name == corpus)
+    text = corpus_text(path, 48 * 1024)
+    check_texts(ours, ref, documents(text), corpus, decode=True)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("corpus", [p.name for p in corpus_files()] if (VOCAB.parent / "corpora").exists() else [])
+def test_whole_corpora(hf_pair, corpus):
+    ours, ref = hf_pair
+    path = next(p for p in corpus_files() if p.name == corpus)
+    check_texts(ours, ref, documents(corpus_text(path, None), 64 * 1024), corpus, decode=True)
+
+
+def test_random_slices(hf_pair):
+    ours, ref = hf_pair
+    texts = []
+    for k, path in enumerate(corpus_files()):
+        texts += random_slices(corpus_text(path), 40, seed=k)
+    check_texts(ours, ref, texts, "random slice")
+
+
+def test_short_docs_batch(hf_pair):
+    ours, ref = hf_pair
+    docs = short_docs(300)
+    for i, (a, b) in enumerate(zip(ours.encode_batch(docs), ref.encode_batch(docs))):
+        assert_same_encoding(a, b, f"short doc #{i}")
+    assert ours.decode_batch([e.ids for e in ref.encode_batch(docs[:50])]) == ref.decode_batch(
+        [e.ids for e in ref.encode_batch(docs[:50])]
+    )
+
+
+def test_pairs(hf_pair):
+    ours, ref = hf_pair
+    rng = random.Random(7)
+    text = corpus_text(corpus_files()[0], 20000)
+    slices = random_slices(text, 40, seed=3, max_len=200)
+    for i in range(0, len(slices), 2):
+        a, b = slices[i], slices[i + 1]
+        for add in (True, False):
+            assert_same_encoding(ours.encode(a, b, add_special_tokens=add), ref.encode(a, b, add_special_tokens=add), f"pair {i}")
+    batch = [(slices[i], slices[i + 1]) for i in range(0, 10, 2)]
+    for x, y in zip(ours.encode_batch(batch), ref.encode_batch(batch)):
+        assert_same_encoding(x, y, "pair batch")
+    words = text.split()[:50]
+    rng.shuffle(words)
+    assert_same_encoding(ours.encode(words, is_pretokenized=True), ref.encode(words, is_pretokenized=True), "pretokenized")
+    assert_same_encoding(
+        ours.encode(words[:20], words[20:], is_pretokenized=True),
+        ref.encode(words[:20], words[20:], is_pretokenized=True),
+        "pretokenized pair",
+    )
+
+
+def _added_contents(ref) -> list[str]:
+    added = ref.get_added_tokens_decoder()
+    contents = [t.content for _, t in sorted(added.items())]
+    # A few of each kind: first, last, and some from the middle.
+    return contents[:6] + contents[-4:] + contents[len(contents) // 2 : len(contents) // 2 + 3]
+
+
+def test_added_tokens_in_odd_places(hf_pair):
+    ours, ref = hf_pair
+    contents = _added_contents(ref)
+    rng = random.Random(11)
+    words = ["hello", " world", "  ", "\n", "x", "'s", "12", "日本", " ", "é"]
+    texts = []
+    for _ in range(200):
+        parts = [rng.choice(contents + words) for _ in range(rng.randint(1, 8))]
+        texts.append("".join(parts))
+    texts += ["".join(contents), " ".join(contents), "\n".join(contents), contents[0] * 3, f"  {contents[-1]}  x"]
+    check_texts(ours, ref, texts, "added tokens")
+    ours.encode_special_tokens = ref.encode_special_tokens = True
+    try:
+        check_texts(ours, ref, texts[:60], "encode_special_tokens=True")
+    finally:
+        ours.encode_special_tokens = ref.encode_special_tokens = False
+
+
+ADVERSARIAL = st.text(
+    alphabet=st.sampled_from(
+        list(" \t\n\r\x0b\x0c\x85\xa0\u2028\u3000\u200b'sStTdDmlLvVeErR0123456789٣²½Ⅳ.,!?-_/\\\"#@$%^&*()[]{}<>|~`")
+        + list("aéèçßſKK日本語中文한국어ابجדהוшщɐʃ😀👍🏽\u0301\u0308\u0327\U0001F600\U00010000Ā")
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=ADVERSARIAL, folder=st.sampled_from(BYTE_LEVEL_FOLDERS))
+def test_hypothesis_strings(text, folder):
+    ours, ref = load_pair(folder)
+    check_texts(ours, ref, [text], f"{folder} hypothesis")
+
+
+def test_truncation_and_padding(hf_pair):
+    ours, ref = hf_pair
+    text = corpus_text(corpus_files()[0], 5000)
+    for kwargs in ({"max_length": 32}, {"max_length": 40, "stride": 8}, {"max_length": 30, "direction": "left"},
+                   {"max_length": 50, "strategy": "only_second"}):
+        ours.enable_truncation(**kwargs)
+        ref.enable_truncation(**kwargs)
+        ours.enable_padding(length=64, pad_id=0, pad_token="<pad>")
+        ref.enable_padding(length=64, pad_id=0, pad_token="<pad>")
+        try:
+            assert ours.truncation == ref.truncation and ours.padding == ref.padding
+            assert_same_encoding(ours.encode(text[:100], text[100:1200]), ref.encode(text[:100], text[100:1200]), str(kwargs))
+            for args in ((text[:900],), (text[:600], text[600:640])):
+                try:
+                    expected = ref.encode(*args)
+                except Exception as e:  # the reference refuses: so must we, with its message
+                    with pytest.raises(Exception) as info:
+                        ours.encode(*args)
+                    assert str(info.value) == str(e)
+                else:
+                    assert_same_encoding(ours.encode(*args), expected, str(kwargs))
+        finally:
+            for t in (ours, ref):
+                t.no_truncation()
+                t.no_padding()
+    ours.enable_padding(pad_to_multiple_of=8, direction="left")
+    ref.enable_padding(pad_to_multiple_of=8, direction="left")
+    try:
+        docs = [text[:50], text[:300], text[100:110]]
+        for a, b in zip(ours.encode_batch(docs), ref.encode_batch(docs)):
+            assert_same_encoding(a, b, "batch padding")
+    finally:
+        ours.no_padding()
+        ref.no_padding()
+
+
+def test_vocabulary_api(hf_pair):
+    ours, ref = hf_pair
+    assert ours.get_vocab_size() == ref.get_vocab_size()
+    assert ours.get_vocab_size(with_added_tokens=False) == ref.get_vocab_size(with_added_tokens=False)
+    assert ours.get_vocab() == ref.get_vocab()
+    assert ours.get_vocab(with_added_tokens=False) == ref.get_vocab(with_added_tokens=False)
+    rng = random.Random(5)
+    for i in rng.sample(range(ref.get_vocab_size()), 300) + [ref.get_vocab_size(), 10**9]:
+        assert ours.id_to_token(i) == ref.id_to_token(i)
+    for tok in rng.sample(sorted(ref.get_vocab()), 300) + ["definitely-not-a-token"]:
+        assert ours.token_to_id(tok) == ref.token_to_id(tok)
+    for pair in (False, True):
+        assert ours.num_special_tokens_to_add(pair) == ref.num_special_tokens_to_add(pair)
+
+
+def test_save_round_trip(hf_pair, tmp_path):
+    tokenizers = require_module("tokenizers")
+    ours, ref = hf_pair
+    out = tmp_path / "tokenizer.json"
+    ours.save(str(out))
+    reloaded = tokenizers.Tokenizer.from_file(str(out))
+    texts = random_slices(corpus_text(corpus_files()[1]), 30, seed=9)
+    for t in texts:
+        assert reloaded.encode(t).ids == ref.encode(t).ids
+    assert json.loads(ours.to_str()) == json.loads(out.read_text())
+    cart = tmp_path / "model.dat"
+    ours.save_cartridge(cart)
+    from crayon_hf import Tokenizer
+
+    again = Tokenizer.from_file(cart)
+    assert again.crayon_backend == "native"
+    check_texts(again, ref, texts[:10], "from cartridge")
+
+
+def test_added_tokens_overlay(tmp_path):
+    tokenizers = require_module("tokenizers")
+    from crayon_hf import AddedToken, Tokenizer
+
+    path = require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json")
+    ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    cartridge_before = Path(ours._cartridge_path).read_bytes()
+    for t in (ours, ref):
+        assert t.add_tokens(["<new>", "hello", "qqq"]) == 3
+        assert t.add_special_tokens(["<|sp|>"]) == 1
+    assert ours.add_tokens([AddedToken("<x>", lstrip=True, rstrip=True)]) == ref.add_tokens(
+        [tokenizers.AddedToken("<x>", lstrip=True, rstrip=True)]
+    )
+    texts = ["a <new> b hello qqq<|sp|>", "  <x>  z", "<|sp|><|sp|>hello", "no added tokens here"]
+    check_texts(ours, ref, texts, "overlay")
+    assert ours.get_vocab() == ref.get_vocab()
+    # The mapped file is untouched; saving writes the overlay into a new cartridge and a json.
+    assert Path(ours._cartridge_path).read_bytes() == cartridge_before
+    ours.save_cartridge(tmp_path / "with_added.dat")
+    check_texts(Tokenizer.from_file(tmp_path / "with_added.dat"), ref, texts, "overlay cartridge")
+    ours.save(str(tmp_path / "t.json"))
+    check_texts(tokenizers.Tokenizer.from_file(str(tmp_path / "t.json")), ref, texts, "overlay json")
+
+
+TIKTOKEN_RANK_FILES = {
+    "r50k_base": "r50k_base",
+    "cl100k_base": "cl100k_base",
+    "o200k_base": "o200k_base",
+    "llama3": "llama3",
+}
+
+
+def converted_tokenizer_json(name: str) -> str:
+    """tokenizer.json produced by transformers' TikTokenConverter from a shared rank file."""
+    require_module("transformers")
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    from crayon_hf.tiktoken._encodings import KNOWN_ENCODINGS
+
+    known = KNOWN_ENCODINGS[name]
+    path = require_shared(VOCAB / "tiktoken" / f"{known.rank_file}.tiktoken")
+    specials = sorted(known.special_tokens, key=known.special_tokens.get)
+    converter = TikTokenConverter(vocab_file=str(path), pattern=known.pat_str, extra_special_tokens=specials)
+    return converter.converted().to_str()
+
+
+@pytest.mark.parametrize("name", list(TIKTOKEN_RANK_FILES))
+def test_tiktoken_converter_tokenizers(name):
+    tokenizers = require_module("tokenizers")
+    from crayon_hf import Tokenizer
+
+    text_json = converted_tokenizer_json(name)
+    ours, ref = Tokenizer.from_str(text_json), tokenizers.Tokenizer.from_str(text_json)
+    assert ours.crayon_backend == "native"
+    texts = []
+    for k, path in enumerate(corpus_files()):
+        texts += documents(corpus_text(path, 12 * 1024))
+        texts += random_slices(corpus_text(path), 15, seed=100 + k)
+    check_texts(ours, ref, texts, name)
