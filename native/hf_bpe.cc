@@ -1,6 +1,8 @@
 #include "hf_bpe.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <queue>
 #include <stdexcept>
 
@@ -24,6 +26,40 @@ std::vector<HfMergeEntry> build_hf_merge_table(const std::vector<HfMerge>& merge
   return table;
 }
 
+namespace {
+
+// Per-thread cache of the merge loop's results for short pieces. Real text repeats its words, so
+// most pieces that are not whole tokens were already merged once by this thread. Entries carry
+// the model's id, so models never see each other's entries and nothing needs clearing.
+struct WordCacheEntry {
+  uint64_t owner = 0;  // 0: empty
+  uint8_t len = 0;
+  uint8_t n = 0;
+  uint8_t ends[6] = {};
+  uint8_t bytes[24] = {};
+  uint32_t ids[6] = {};
+};
+static_assert(sizeof(WordCacheEntry) == 64, "one cache line per entry");
+constexpr size_t kWordCacheSize = 4096;  // 256 KiB per thread
+
+uint64_t word_hash(const uint8_t* s, size_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, s + i, std::min<size_t>(8, n - i));
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+uint64_t new_cache_owner() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64_t merge_capacity,
                        const uint8_t* self_encodes, uint32_t n_ids, HfBpeOptions options)
     : vocab_(vocab),
@@ -31,7 +67,8 @@ HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64
       merge_capacity_(merge_capacity),
       self_encodes_(self_encodes),
       n_ids_(n_ids),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      cache_owner_(new_cache_owner()) {
   plain_symbols_ = options_.prefix.empty() && options_.suffix.empty();
   for (int b = 0; b < 256; ++b) {
     const std::string byte(1, static_cast<char>(b));
@@ -72,7 +109,41 @@ void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken
       return;
     }
   }
+  if (n > sizeof(WordCacheEntry::bytes)) {
+    encode_word_merging(piece, n, out);
+    return;
+  }
+  thread_local std::vector<WordCacheEntry> tl_cache;
+  std::vector<WordCacheEntry>& cache = tl_cache;
+  if (cache.empty()) cache.resize(kWordCacheSize);
+  WordCacheEntry& e = cache[(word_hash(piece, n) ^ cache_owner_) & (kWordCacheSize - 1)];
+  if (e.owner == cache_owner_ && e.len == n && std::memcmp(e.bytes, piece, n) == 0) {
+    uint32_t start = 0;
+    for (uint8_t i = 0; i < e.n; ++i) {
+      out.push_back(HfToken{e.ids[i], start, e.ends[i]});
+      start = e.ends[i];
+    }
+    return;
+  }
+  const size_t first = out.size();
   encode_word_merging(piece, n, out);
+  // Cache results that fit and tile the piece (no dropped bytes).
+  const size_t count = out.size() - first;
+  if (count == 0 || count > 6) return;
+  uint32_t expect = 0;
+  for (size_t i = first; i < out.size(); ++i) {
+    if (out[i].start != expect) return;
+    expect = out[i].end;
+  }
+  if (expect != n) return;
+  e.owner = cache_owner_;
+  e.len = static_cast<uint8_t>(n);
+  e.n = static_cast<uint8_t>(count);
+  std::memcpy(e.bytes, piece, n);
+  for (size_t i = 0; i < count; ++i) {
+    e.ids[i] = out[first + i].id;
+    e.ends[i] = static_cast<uint8_t>(out[first + i].end);
+  }
 }
 
 namespace {
@@ -111,7 +182,8 @@ constexpr size_t kScanLimit = 48;
 }  // namespace
 
 void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
-  thread_local Symbols sym;
+  thread_local Symbols scratch;
+  Symbols& sym = scratch;  // one TLS lookup per call
   sym.clear();
 
   // Characters to symbols, with tokenizers' unk handling: a run of unknown characters becomes one
@@ -141,6 +213,7 @@ void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector
     }
   }
   if (unk_start >= 0) sym.add(static_cast<uint32_t>(options_.unk_id), static_cast<uint32_t>(unk_start), unk_end);
+  if (sym.size() == 0) return;
 
   auto merge_at = [&](int32_t pos, uint32_t merged) {
     const int32_t nx = sym.next[pos];
@@ -152,20 +225,26 @@ void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector
   };
 
   if (sym.size() <= kScanLimit) {
-    // Rescan: the lowest-rank mergeable pair, leftmost on ties, until none is left.
+    // Rescan: the lowest-rank mergeable pair, leftmost on ties, until none is left. The merge of
+    // each adjacent pair is looked up once and only the two pairs next to a merge are refreshed.
+    thread_local std::vector<const HfMergeEntry*> pair;
+    std::vector<const HfMergeEntry*>& pr = pair;
+    pr.assign(sym.size(), nullptr);
+    for (size_t i = 0; i + 1 < sym.size(); ++i) pr[i] = find_merge(sym.id[i], sym.id[i + 1]);
     for (;;) {
       int32_t best = -1;
-      uint32_t best_rank = HfMergeEntry::kEmpty, best_merged = 0;
-      for (int32_t i = sym.size() ? 0 : -1; i >= 0 && sym.next[i] >= 0; i = sym.next[i]) {
-        const HfMergeEntry* m = find_merge(sym.id[i], sym.id[sym.next[i]]);
-        if (m != nullptr && m->rank < best_rank) {
+      uint32_t best_rank = HfMergeEntry::kEmpty;
+      for (int32_t i = 0; i >= 0; i = sym.next[i]) {
+        if (pr[i] != nullptr && pr[i]->rank < best_rank) {
           best = i;
-          best_rank = m->rank;
-          best_merged = m->merged;
+          best_rank = pr[i]->rank;
         }
       }
       if (best < 0) break;
-      merge_at(best, best_merged);
+      merge_at(best, pr[best]->merged);
+      const int32_t p = sym.prev[best], nx = sym.next[best];
+      if (p >= 0) pr[p] = find_merge(sym.id[p], sym.id[best]);
+      pr[best] = nx >= 0 ? find_merge(sym.id[best], sym.id[nx]) : nullptr;
     }
   } else {
     std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<HeapItem>> heap;

@@ -26,6 +26,9 @@
 // fixed hash as the backtracking encoder's pair table), at most 3/4 full. When `merges` lists a
 // pair twice, the later entry wins, as in `tokenizers`.
 //
+// Pieces of up to 24 bytes that need the merge loop are remembered in a per-thread cache (4096
+// entries of 64 bytes, tagged with the model), as `tokenizers` caches words.
+//
 // Bounds: the merge loop is O(n log n) in the piece length (a binary heap with stale entries
 // skipped); short pieces use a simple scan, which gives the same result. Every id read from the
 // tables is checked against n_ids, so a damaged cartridge gives wrong ids, never a bad read.
@@ -103,6 +106,7 @@ class HfBpeModel {
   const uint8_t* self_encodes_ = nullptr;
   uint32_t n_ids_ = 0;
   HfBpeOptions options_;
+  uint64_t cache_owner_ = 0;   // tags this model's entries in the per-thread word cache
   bool plain_symbols_ = true;  // no prefix and no suffix: the shortcut tables apply
   // Symbol id of a byte by position in the piece: [0] only byte, [1] first, [2] middle, [3] last.
   int32_t symbol_[4][256];

@@ -234,11 +234,18 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
   splits.clear();
   added_normalized_.split(text, encode_special_tokens, splits);
 
-  thread_local std::vector<Piece> pieces, next;
-  thread_local ByteRanges ranges;
-  thread_local std::string scratch;
-  thread_local std::vector<uint32_t> char_starts;
-  thread_local std::vector<HfToken> tokens;
+  thread_local std::vector<Piece> tl_pieces, tl_next;
+  thread_local ByteRanges tl_ranges;
+  thread_local std::string tl_scratch;
+  thread_local std::vector<uint32_t> tl_char_starts;
+  thread_local std::vector<HfToken> tl_tokens;
+  // Plain references: one TLS lookup each per call instead of one per use.
+  std::vector<Piece>& pieces = tl_pieces;
+  std::vector<Piece>& next = tl_next;
+  ByteRanges& ranges = tl_ranges;
+  std::string& scratch = tl_scratch;
+  std::vector<uint32_t>& char_starts = tl_char_starts;
+  std::vector<HfToken>& tokens = tl_tokens;
   const auto& steps = pipeline_.pre_tokenizers;
 
   for (const AddedSplit& s : splits) {
