@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "normalize.h"
-#include "pretokenize.h"
 #include "regex.h"
 #include "split.h"
 
@@ -20,13 +19,6 @@ struct NormStep {
   bool left = false, right = false;
   std::shared_ptr<const Regex> regex;
 };
-
-bool is_ascii(std::string_view s) {
-  for (unsigned char c : s) {
-    if (c >= 0x80) return false;
-  }
-  return true;
-}
 
 class NormalizerChain final : public TextNormalizer {
  public:
@@ -74,14 +66,10 @@ class NormalizerChain final : public TextNormalizer {
   static bool step_is_identity(const NormStep& s, std::string_view text) {
     switch (s.kind) {
       case NormStep::Kind::kNfc: return nfc_is_identity(text);
-      case NormStep::Kind::kNfd:
-      case NormStep::Kind::kNfkc:
-      case NormStep::Kind::kNfkd: return is_ascii(text);
-      case NormStep::Kind::kLowercase:
-        for (unsigned char c : text) {
-          if (c >= 0x80 || (c >= 'A' && c <= 'Z')) return false;
-        }
-        return true;
+      case NormStep::Kind::kNfd: return nfd_is_identity(text);
+      case NormStep::Kind::kNfkc: return nfkc_is_identity(text);
+      case NormStep::Kind::kNfkd: return nfkd_is_identity(text);
+      case NormStep::Kind::kLowercase: return lowercase_is_identity(text);
       case NormStep::Kind::kPrepend: return text.empty() || s.pattern.empty();
       case NormStep::Kind::kStrip: return false;
       case NormStep::Kind::kReplaceLiteral: return s.pattern.empty() || text.find(s.pattern) == std::string_view::npos;
