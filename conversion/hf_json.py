@@ -100,6 +100,7 @@ class NativePlan:
     pre_tokenizers: list[dict[str, Any]] = field(default_factory=list)
     pre_tokenizer_paths: list[str] = field(default_factory=list)
     byte_tokens: list[tuple[bytes, int]] = field(default_factory=list)
+    decode_bytes: list[bytes | None] = field(default_factory=list)  # ByteLevel decoder output per id
     merges: list[tuple[int, int, int]] = field(default_factory=list)
     vocab_strings: list[str | None] = field(default_factory=list)
     n_ids: int = 0
@@ -238,6 +239,13 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         if b:
             plan.byte_tokens.append((b, i))
     plan.vocab_strings = strings
+    # What the ByteLevel decoder turns each token into: its bytes when every character is in the
+    # byte-level alphabet, else its own UTF-8 (added tokens included).
+    by_id: list[str | None] = list(strings)
+    for tok in data.get("added_tokens") or []:
+        by_id[int(tok["id"])] = tok["content"]
+    plan.decode_bytes = [None if t is None else (_to_bytes(t) if _to_bytes(t) is not None else t.encode("utf-8", "surrogatepass"))
+                         for t in by_id]
 
     prefix = model.get("continuing_subword_prefix") or ""
     suffix = model.get("end_of_word_suffix") or ""
@@ -304,4 +312,5 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
         json.dumps(meta, ensure_ascii=False),
         raw,
         json.dumps(plan.vocab_strings, ensure_ascii=False).encode("utf-8"),
+        plan.decode_bytes,
     )

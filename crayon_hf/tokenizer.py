@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from crayon_hf._cache import atomic_write, cache_dir
-from crayon_hf._hf.decoders import build_decoder, decode_ids, skip_ids
+from crayon_hf._hf.decoders import ByteLevelDecoder, build_decoder, decode_ids, skip_ids
 from crayon_hf._hf.encoding import Encoding
 from crayon_hf._hf.errors import UnsupportedComponent
 from crayon_hf._hf.postprocess import PaddingParams, TruncationParams, pad_encodings, post_process
@@ -37,7 +37,7 @@ from crayon_hf._hf.processors import build_post_processor
 __all__ = ["Tokenizer", "AddedToken", "Encoding"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 3
+_CACHE_GENERATION = 4
 _MAGIC = b"CRAYONHF"
 
 
@@ -222,6 +222,7 @@ class Tokenizer:
         )
         self._vocab_cache = None
         self._skip_cache = None
+        self._skip_mask_cache = None
         self._lazy = None
 
     # ------------------------------------------------------------------ identity
@@ -541,9 +542,26 @@ class Tokenizer:
             self._skip_cache = skip_ids(self._vocab(), [t["content"] for t in self._added if t["special"]])
         return self._skip_cache
 
+    def _skip_mask(self) -> bytes:
+        if getattr(self, "_skip_mask_cache", None) is None:
+            mask = bytearray(self._engine.n_ids)
+            for i in self._skip():
+                if i < len(mask):
+                    mask[i] = 1
+            self._skip_mask_cache = bytes(mask)
+        return self._skip_mask_cache
+
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         if self._ref is not None:
             return self._ref.decode(ids, skip_special_tokens)
+        if type(self._decoder) is ByteLevelDecoder and self._added == self._meta["added_tokens"]:
+            # The common case, natively: the cartridge holds each id's decoded bytes.
+            try:
+                raw = self._engine.decode_byte_level(ids, self._skip_mask() if skip_special_tokens else b"")
+            except (OverflowError, TypeError):
+                pass  # the Python path raises tokenizers' errors
+            else:
+                return raw.decode("utf-8", "replace")
         return decode_ids(ids, skip_special_tokens, self._vocab(), self._skip(), self._decoder)
 
     def decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:

@@ -344,7 +344,8 @@ void bind_hf(py::module_& m) {
   m.def("build_hf_cartridge", [](const py::list& byte_tokens, const py::list& merges, uint32_t n_ids,
                                  int32_t unk_id, bool fuse_unk, bool ignore_merges, const py::bytes& prefix,
                                  const py::bytes& suffix, const std::string& meta_json,
-                                 const py::bytes& tokenizer_json, const py::bytes& vocab_strings) {
+                                 const py::bytes& tokenizer_json, const py::bytes& vocab_strings,
+                                 const py::list& decode_bytes) {
     HfBpeSource src;
     src.byte_tokens.reserve(byte_tokens.size());
     for (py::handle h : byte_tokens) {
@@ -365,6 +366,10 @@ void bind_hf(py::module_& m) {
     src.meta_json = meta_json;
     src.tokenizer_json = std::string(bytes_view(tokenizer_json));
     src.vocab_strings = std::string(bytes_view(vocab_strings));
+    for (py::handle h : decode_bytes) {
+      src.decode_present.push_back(h.is_none() ? 0 : 1);
+      src.decode_bytes.emplace_back(h.is_none() ? std::string() : std::string(bytes_view(h)));
+    }
     std::string image;
     {
       py::gil_scoped_release release;
@@ -416,6 +421,17 @@ void bind_hf(py::module_& m) {
         for (size_t i = 0; i < out.size(); ++i) result[i] = raw_to_python(views[i], out[i]);
         return result;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0)
+      .def("decode_byte_level", [](const PyHfEngine& pe, const py::handle& ids, const py::bytes& skip) {
+        const std::vector<uint32_t> v = ids_from(ids);
+        const std::vector<uint8_t> mask = mask_from(skip);
+        std::string out;
+        {
+          py::gil_scoped_release release;
+          pe->decode_byte_level(v.data(), v.size(), mask, out);
+        }
+        return py::bytes(out);
+      }, py::arg("ids"), py::arg("skip"),
+      "The ByteLevel decoder's bytes for ids (ids without a token dropped; skip[id] == 1 skipped).")
       .def("encode_ids", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
         const std::string_view t = utf8_view(text);
         RawEncoding r;

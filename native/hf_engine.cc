@@ -18,6 +18,9 @@ constexpr uint32_t kHMRG = fourcc("HMRG");  // merge table
 constexpr uint32_t kHSLF = fourcc("HSLF");  // SELF bitmap
 constexpr uint32_t kHPFX = fourcc("HPFX");  // continuing_subword_prefix bytes
 constexpr uint32_t kHSFX = fourcc("HSFX");  // end_of_word_suffix bytes
+constexpr uint32_t kHDTO = fourcc("HDTO");  // ByteLevel decode table: offsets (n_ids + 1)
+constexpr uint32_t kHDTB = fourcc("HDTB");  //   bytes
+constexpr uint32_t kHDPR = fourcc("HDPR");  //   presence (1 when the id has a token)
 
 // The byte-level alphabet: byte b is shown as this code point (GPT-2's bytes_to_unicode).
 uint32_t byte_level_char(uint8_t b) {
@@ -136,6 +139,19 @@ std::string build_hf_cartridge(const HfBpeSource& src) {
   w.add_array(kHVVA, trie.value, kSectionRequired);
   w.add_array(kHMRG, table, kSectionRequired);
   w.add_array(kHSLF, self, kSectionRequired);
+  if (src.decode_bytes.size() != src.n_ids || src.decode_present.size() != src.n_ids) {
+    throw std::invalid_argument("decode table does not cover the vocabulary");
+  }
+  std::vector<uint32_t> offsets{0};
+  std::string blob;
+  for (const std::string& b : src.decode_bytes) {
+    blob += b;
+    if (blob.size() >= 0xFFFFFFFFull) throw std::length_error("decode table too large");
+    offsets.push_back(static_cast<uint32_t>(blob.size()));
+  }
+  w.add_array(kHDTO, offsets, kSectionRequired);
+  w.add(kHDTB, blob, kSectionRequired);
+  w.add_array(kHDPR, src.decode_present, kSectionRequired);
   w.add(kHPFX, src.options.prefix, kSectionRequired);
   w.add(kHSFX, src.options.suffix, kSectionRequired);
   return w.finish();
@@ -165,6 +181,17 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
   opts.suffix = std::string(c.bytes(kHSFX));
   model_ = HfBpeModel(load_trie(c, kHVTR, kHVVA), merges, n_merges, self, h.n_ids, std::move(opts));
 
+  size_t n_off, n_blob, n_present;
+  decode_offsets_ = c.array<uint32_t>(kHDTO, &n_off);
+  decode_bytes_ = c.array<uint8_t>(kHDTB, &n_blob);
+  decode_present_ = c.array<uint8_t>(kHDPR, &n_present);
+  if (n_off != size_t{h.n_ids} + 1 || n_present != h.n_ids || decode_offsets_[0] != 0 || decode_offsets_[h.n_ids] != n_blob) {
+    c.fail("the decode table does not match the vocabulary");
+  }
+  for (uint32_t i = 0; i < h.n_ids; ++i) {
+    if (decode_offsets_[i] > decode_offsets_[i + 1]) c.fail("the decode table's offsets are not sorted");
+  }
+
   bool found = false;
   for (size_t i = 0; i < pipeline_.pre_tokenizers.size(); ++i) {
     if (pipeline_.pre_tokenizers[i].kind == PreTokenizerStep::Kind::kByteLevel && !found) {
@@ -176,6 +203,16 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
   // Added-token ids are only copied to the output (tokens added after load lie past n_ids).
   added_raw_ = AddedTokenSet(pipeline_.added_raw);
   added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
+}
+
+void HfEngine::decode_byte_level(const uint32_t* ids, size_t n, const std::vector<uint8_t>& skip,
+                                 std::string& out) const {
+  const uint32_t n_ids = model_.n_ids();
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t id = ids[i];
+    if (id >= n_ids || !decode_present_[id] || (id < skip.size() && skip[id])) continue;
+    out.append(reinterpret_cast<const char*>(decode_bytes_) + decode_offsets_[id], decode_offsets_[id + 1] - decode_offsets_[id]);
+  }
 }
 
 void HfEngine::encode(std::string_view text, bool encode_special_tokens, RawEncoding& out) const {

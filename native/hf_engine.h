@@ -107,6 +107,9 @@ struct HfBpeSource {
   std::string meta_json;       // META: the pipeline description for the Python face
   std::string tokenizer_json;  // TJSN: the source tokenizer.json, for save() and the fallback
   std::string vocab_strings;   // VSTR: token strings by id, a JSON array (null for gaps)
+  // What the ByteLevel decoder makes of each id (HDTO offsets / HDTB bytes / HDPR presence).
+  std::vector<std::string> decode_bytes;
+  std::vector<uint8_t> decode_present;
 };
 
 // Builds the cartridge image. Throws std::invalid_argument on inconsistent input.
@@ -119,6 +122,10 @@ class HfEngine {
   const Cartridge& cartridge() const { return *cartridge_; }
   const HfBpeModel& model() const { return model_; }
   uint32_t n_ids() const { return model_.n_ids(); }
+
+  // ByteLevel decoding: appends the bytes of every id that has a token, skipping ids whose
+  // `skip` entry is 1 (skip may be empty). Ids without a token are dropped, as in tokenizers.
+  void decode_byte_level(const uint32_t* ids, size_t n, const std::vector<uint8_t>& skip, std::string& out) const;
 
   // One sequence up to the model. `encode_special_tokens`: special added tokens are text.
   void encode(std::string_view text, bool encode_special_tokens, RawEncoding& out) const;
@@ -133,6 +140,9 @@ class HfEngine {
   AddedTokenSet added_raw_;
   AddedTokenSet added_normalized_;
   size_t byte_level_step_ = 0;  // index of the kByteLevel step
+  const uint32_t* decode_offsets_ = nullptr;  // n_ids + 1 entries into decode_bytes_
+  const uint8_t* decode_bytes_ = nullptr;
+  const uint8_t* decode_present_ = nullptr;
 };
 
 }  // namespace crayon
