@@ -37,7 +37,7 @@ from crayon_hf._hf.processors import build_post_processor
 __all__ = ["Tokenizer", "AddedToken", "Encoding"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 4
+_CACHE_GENERATION = 5
 _MAGIC = b"CRAYONHF"
 
 
@@ -162,6 +162,11 @@ class Tokenizer:
                 "load tiktoken cartridges with crayon_hf.tiktoken.Encoding.from_cartridge"
             )
         meta = json.loads(native.section_bytes(self._cartridge_path, "META").decode("utf-8"))
+        if meta.get("engine") != "hf_bpe" or meta.get("format") != 1:
+            raise ValueError(
+                f"{path}: unsupported tokenizer.json cartridge layout (engine {meta.get('engine')!r}, "
+                f"format {meta.get('format')!r}); rebuild it with `crayon convert tokenizer.json -o {path}`"
+            )
         self._meta = meta
         self._added = [dict(t) for t in meta["added_tokens"]]
         self._processor = build_post_processor(meta["post_processor"])

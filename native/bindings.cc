@@ -389,6 +389,8 @@ void bind_hf(py::module_& m) {
            py::arg("added_normalized"))
       .def("info", [](const PyHfEngine& pe) { return cartridge_info(pe->cartridge()); })
       .def_property_readonly("n_ids", [](const PyHfEngine& pe) { return pe->n_ids(); })
+      .def_property_readonly("has_fast_path", [](const PyHfEngine& pe) { return pe->has_fast_path(); },
+                             "True when the merge list runs on the linear-time backtracking encoder.")
       .def("section", [](const PyHfEngine& pe, const std::string& id) {
         if (id.size() != 4) throw py::value_error("section ids have 4 characters");
         const uint32_t f = static_cast<uint32_t>(static_cast<uint8_t>(id[0])) | static_cast<uint32_t>(static_cast<uint8_t>(id[1])) << 8 |
@@ -432,6 +434,20 @@ void bind_hf(py::module_& m) {
         return py::bytes(out);
       }, py::arg("ids"), py::arg("skip"),
       "The ByteLevel decoder's bytes for ids (ids without a token dropped; skip[id] == 1 skipped).")
+      .def("model_encode", [](const PyHfEngine& pe, const py::bytes& piece, bool reference) {
+        const std::string_view b = bytes_view(piece);
+        std::vector<HfToken> out;
+        if (!b.empty()) {
+          const auto* p = reinterpret_cast<const uint8_t*>(b.data());
+          if (reference) pe->model().encode_word_merging(p, b.size(), out);
+          else pe->model().encode_word(p, b.size(), out);
+        }
+        py::list ids;
+        for (const HfToken& t : out) ids.append(py::make_tuple(t.id, t.start, t.end));
+        return ids;
+      }, py::arg("piece"), py::arg("reference") = false,
+      "The BPE model alone on one piece's bytes: [(id, start, end)]. reference=True runs the plain "
+      "merge-list loop (the oracle of the fast paths).")
       .def("encode_ids", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
         const std::string_view t = utf8_view(text);
         RawEncoding r;

@@ -124,6 +124,19 @@ std::shared_ptr<Cartridge> Cartridge::open(const std::string& path, bool verify_
   return c;
 }
 
+std::shared_ptr<Cartridge> Cartridge::nested(std::shared_ptr<const Cartridge> outer, uint32_t id) {
+  const std::string_view b = outer->bytes(id);
+  std::shared_ptr<Cartridge> c(new Cartridge());
+  c->label_ = outer->label() + "#" + fourcc_name(id);
+  c->data_ = reinterpret_cast<const uint8_t*>(b.data());
+  c->size_ = b.size();
+  c->outer_ = std::move(outer);
+  if (reinterpret_cast<uintptr_t>(c->data_) % 8 != 0) c->fail("nested cartridge is not 8-byte aligned");
+  c->validate(false);
+  c->checksum_ok_ = true;
+  return c;
+}
+
 std::shared_ptr<Cartridge> Cartridge::from_bytes(std::string bytes, const std::string& label,
                                                  bool verify_checksum) {
   std::shared_ptr<Cartridge> c(new Cartridge());

@@ -74,6 +74,9 @@ class Cartridge {
   // Validates an in-memory image (copied).
   static std::shared_ptr<Cartridge> from_bytes(std::string bytes, const std::string& label,
                                                bool verify_checksum = true);
+  // A cartridge stored as section `id` of `outer`, read in place (no copy). Its bytes are already
+  // covered by the outer checksum, so only its structure is validated.
+  static std::shared_ptr<Cartridge> nested(std::shared_ptr<const Cartridge> outer, uint32_t id);
   ~Cartridge();
   Cartridge(const Cartridge&) = delete;
   Cartridge& operator=(const Cartridge&) = delete;
@@ -107,6 +110,7 @@ class Cartridge {
   size_t size_ = 0;
   void* mapping_ = nullptr;  // non-null when data_ comes from mmap
   std::string owned_;        // used when the bytes are held in memory
+  std::shared_ptr<const Cartridge> outer_;  // keeps the enclosing cartridge alive (nested())
   CartridgeHeaderInfo header_{};
   std::vector<SectionInfo> sections_;
   bool checksum_ok_ = false;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "bpe_backtrack.h"  // pair_slot: the fixed pair hash shared with the pair table
+#include "tiktoken_engine.h"
 
 namespace crayon {
 
@@ -108,6 +109,20 @@ void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken
       out.push_back(HfToken{static_cast<uint32_t>(id), 0, static_cast<uint32_t>(n)});
       return;
     }
+  }
+  if (fast_ != nullptr) {
+    thread_local std::vector<uint32_t> tl_ranks;
+    std::vector<uint32_t>& ranks = tl_ranks;
+    ranks.clear();
+    fast_->encode_piece(piece, n, ranks);
+    uint32_t start = 0;
+    for (uint32_t r : ranks) {
+      std::string_view b;
+      if (r >= n_ranks_ || !fast_->token_bytes(r, &b)) continue;  // only a damaged file gets here
+      out.push_back(HfToken{rank_to_id_[r], start, start + static_cast<uint32_t>(b.size())});
+      start += static_cast<uint32_t>(b.size());
+    }
+    return;
   }
   if (n > sizeof(WordCacheEntry::bytes)) {
     encode_word_merging(piece, n, out);

@@ -43,6 +43,8 @@
 
 namespace crayon {
 
+class TiktokenEngine;
+
 struct HfMergeEntry {
   uint32_t left;
   uint32_t right;
@@ -94,6 +96,16 @@ class HfBpeModel {
   // computes the SELF bitmap).
   void encode_word_merging(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
 
+  // Routes the merge loop through a tiktoken engine whose ranks reproduce this merge list exactly
+  // (see hf_engine.cc, build_fast_path); rank_to_id maps its ranks back to ids. The engine must
+  // outlive the model.
+  void set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks) {
+    fast_ = engine;
+    rank_to_id_ = rank_to_id;
+    n_ranks_ = n_ranks;
+  }
+  bool has_fast_path() const { return fast_ != nullptr; }
+
   // The merge of (left, right), or nullptr.
   const HfMergeEntry* find_merge(uint32_t left, uint32_t right) const;
 
@@ -106,6 +118,9 @@ class HfBpeModel {
   const uint8_t* self_encodes_ = nullptr;
   uint32_t n_ids_ = 0;
   HfBpeOptions options_;
+  const TiktokenEngine* fast_ = nullptr;
+  const uint32_t* rank_to_id_ = nullptr;
+  uint32_t n_ranks_ = 0;
   uint64_t cache_owner_ = 0;   // tags this model's entries in the per-thread word cache
   bool plain_symbols_ = true;  // no prefix and no suffix: the shortcut tables apply
   // Symbol id of a byte by position in the piece: [0] only byte, [1] first, [2] middle, [3] last.

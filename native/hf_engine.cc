@@ -1,5 +1,6 @@
 #include "hf_engine.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -18,6 +19,8 @@ constexpr uint32_t kHMRG = fourcc("HMRG");  // merge table
 constexpr uint32_t kHSLF = fourcc("HSLF");  // SELF bitmap
 constexpr uint32_t kHPFX = fourcc("HPFX");  // continuing_subword_prefix bytes
 constexpr uint32_t kHSFX = fourcc("HSFX");  // end_of_word_suffix bytes
+constexpr uint32_t kHTKE = fourcc("HTKE");  // tiktoken-equivalent ranks as a nested cartridge
+constexpr uint32_t kHRID = fourcc("HRID");  //   and the id of each of its ranks
 constexpr uint32_t kHDTO = fourcc("HDTO");  // ByteLevel decode table: offsets (n_ids + 1)
 constexpr uint32_t kHDTB = fourcc("HDTB");  //   bytes
 constexpr uint32_t kHDPR = fourcc("HDPR");  //   presence (1 when the id has a token)
@@ -99,6 +102,70 @@ DoubleArrayView load_trie(const Cartridge& c, uint32_t units_id, uint32_t values
   return DoubleArrayView(units, values, static_cast<uint32_t>(n));
 }
 
+
+// The fast path. tiktoken's BPE merges any adjacent pair whose concatenation is a token, by that
+// token's rank; tokenizers' merges only the listed pairs, by list position. The two agree when the
+// list is exactly the set of tiktoken *splits*: by the restriction argument in bpe_backtrack.h,
+// tiktoken only ever forms a token t through split(t), the last merge of BPE(bytes(t)), so
+// tiktoken's BPE is itself a merge-list BPE over {split(t) -> t, by rank(t)}. So rank every token
+// by the position of the merge that makes it (single bytes below all merges), build that rank
+// table, and keep it only if every merge (a, b) -> t of the effective list (later duplicates of
+// a pair replace earlier ones) is exactly split(t), and no token is made by two merges. Then both
+// encoders run the same merge list in the same order, and the linear-time backtracking encoder
+// gives tokenizers' answer. Anything else (a byte missing from the vocabulary, prefixes or
+// suffixes, two merges for one token, an unreachable token) keeps the merge-list encoder.
+bool build_fast_path(const HfBpeSource& src, const std::vector<std::string>& bytes_by_id, std::string& image,
+                     std::vector<uint32_t>& rank_to_id) {
+  if (!src.options.prefix.empty() || !src.options.suffix.empty()) return false;
+  constexpr uint32_t kNone = 0xFFFFFFFFu;
+  std::vector<uint32_t> rank_of(src.n_ids, kNone);
+  rank_to_id.assign(256, kNone);
+  for (uint32_t id = 0; id < src.n_ids; ++id) {
+    if (bytes_by_id[id].size() == 1) {
+      const uint8_t b = static_cast<uint8_t>(bytes_by_id[id][0]);
+      rank_to_id[b] = id;
+      rank_of[id] = b;
+    }
+  }
+  for (uint32_t b = 0; b < 256; ++b) {
+    if (rank_to_id[b] == kNone) return false;
+  }
+  // The effective list: the last occurrence of each pair, in list order.
+  std::vector<HfMergeEntry> table = build_hf_merge_table(src.merges);
+  std::vector<const HfMerge*> effective;
+  for (const HfMergeEntry& e : table) {
+    if (e.rank != HfMergeEntry::kEmpty) effective.push_back(&src.merges[e.rank]);
+  }
+  std::sort(effective.begin(), effective.end());
+  for (const HfMerge* m : effective) {
+    if (rank_of[m->merged] != kNone || bytes_by_id[m->merged].empty()) return false;  // made twice
+    rank_of[m->merged] = static_cast<uint32_t>(rank_to_id.size());
+    rank_to_id.push_back(m->merged);
+  }
+  TiktokenSource ts;
+  ts.mergeable.reserve(rank_to_id.size());
+  for (uint32_t r = 0; r < rank_to_id.size(); ++r) ts.mergeable.emplace_back(bytes_by_id[rank_to_id[r]], r);
+  ts.pattern = SplitPattern::kNone;
+  ts.meta_json = "{}";
+  try {
+    image = build_tiktoken_cartridge(ts);
+  } catch (const std::exception&) {
+    return false;
+  }
+  const std::shared_ptr<Cartridge> c = Cartridge::from_bytes(image, "fast path", false);
+  if (!c->find(fourcc("BSPL")) || !c->find(fourcc("BSPR"))) return false;
+  size_t nl, nr;
+  const uint32_t* left = c->array<uint32_t>(fourcc("BSPL"), &nl);
+  const uint32_t* right = c->array<uint32_t>(fourcc("BSPR"), &nr);
+  if (nl < rank_to_id.size() || nr < rank_to_id.size()) return false;
+  for (size_t k = 0; k < effective.size(); ++k) {
+    const uint32_t t = static_cast<uint32_t>(256 + k);
+    const uint32_t a = rank_of[effective[k]->left], b = rank_of[effective[k]->right];
+    if (a == kNone || b == kNone || left[t] != a || right[t] != b) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string build_hf_cartridge(const HfBpeSource& src) {
@@ -152,6 +219,12 @@ std::string build_hf_cartridge(const HfBpeSource& src) {
   w.add_array(kHDTO, offsets, kSectionRequired);
   w.add(kHDTB, blob, kSectionRequired);
   w.add_array(kHDPR, src.decode_present, kSectionRequired);
+  std::string fast_image;
+  std::vector<uint32_t> rank_to_id;
+  if (build_fast_path(src, bytes_by_id, fast_image, rank_to_id)) {
+    w.add(kHTKE, std::move(fast_image), kSectionRequired);
+    w.add_array(kHRID, rank_to_id, kSectionRequired);
+  }
   w.add(kHPFX, src.options.prefix, kSectionRequired);
   w.add(kHSFX, src.options.suffix, kSectionRequired);
   return w.finish();
@@ -180,6 +253,17 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
   opts.prefix = std::string(c.bytes(kHPFX));
   opts.suffix = std::string(c.bytes(kHSFX));
   model_ = HfBpeModel(load_trie(c, kHVTR, kHVVA), merges, n_merges, self, h.n_ids, std::move(opts));
+
+  if (c.find(kHTKE)) {
+    fast_ = std::make_shared<const TiktokenEngine>(Cartridge::nested(cartridge_, kHTKE));
+    size_t n_ranks;
+    const uint32_t* rank_to_id = c.array<uint32_t>(kHRID, &n_ranks);
+    if (n_ranks != fast_->n_ids()) c.fail("HRID does not match the nested rank table");
+    for (size_t r = 0; r < n_ranks; ++r) {
+      if (rank_to_id[r] >= h.n_ids) c.fail("HRID maps a rank to an id out of range");
+    }
+    model_.set_fast_path(fast_.get(), rank_to_id, static_cast<uint32_t>(n_ranks));
+  }
 
   size_t n_off, n_blob, n_present;
   decode_offsets_ = c.array<uint32_t>(kHDTO, &n_off);

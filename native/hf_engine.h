@@ -36,6 +36,7 @@
 #include "added_tokens.h"
 #include "cartridge.h"
 #include "hf_bpe.h"
+#include "tiktoken_engine.h"
 
 namespace crayon {
 
@@ -122,6 +123,7 @@ class HfEngine {
   const Cartridge& cartridge() const { return *cartridge_; }
   const HfBpeModel& model() const { return model_; }
   uint32_t n_ids() const { return model_.n_ids(); }
+  bool has_fast_path() const { return model_.has_fast_path(); }
 
   // ByteLevel decoding: appends the bytes of every id that has a token, skipping ids whose
   // `skip` entry is 1 (skip may be empty). Ids without a token are dropped, as in tokenizers.
@@ -140,6 +142,7 @@ class HfEngine {
   AddedTokenSet added_raw_;
   AddedTokenSet added_normalized_;
   size_t byte_level_step_ = 0;  // index of the kByteLevel step
+  std::shared_ptr<const TiktokenEngine> fast_;  // set when the merge list is tiktoken-equivalent
   const uint32_t* decode_offsets_ = nullptr;  // n_ids + 1 entries into decode_bytes_
   const uint8_t* decode_bytes_ = nullptr;
   const uint8_t* decode_present_ = nullptr;

@@ -408,6 +408,17 @@ size_t piece_end(SplitPattern pattern, std::string_view text, size_t pos) {
   return text.size();
 }
 
+// Qwen2 differs from Llama 3 only in the digit alternative, which comes after the contraction and
+// letter alternatives; neither of those can start at a \p{N} character (it is not ' and not in
+// [^\r\n\p{L}\p{N}] or \p{L}), so a number takes exactly one character and anything else is
+// Llama 3's piece.
+size_t piece_end_qwen2(std::string_view text, size_t pos) {
+  const Scanner sc(text);
+  const Ch c0 = sc.at(pos);
+  if (c0.f & kNumber) return pos + c0.len;
+  return end_cl100k_like<true>(sc, pos);
+}
+
 void split_pieces(SplitPattern pattern, std::string_view text,
                   std::vector<std::pair<uint32_t, uint32_t>>& out) {
   switch (pattern) {

@@ -37,4 +37,9 @@ size_t piece_end(SplitPattern pattern, std::string_view text, size_t pos);
 void split_pieces(SplitPattern pattern, std::string_view text,
                   std::vector<std::pair<uint32_t, uint32_t>>& out);
 
+// Qwen2's Split pattern as Oniguruma runs it: Llama 3's pattern with \p{N} in place of \p{N}{1,3}
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// Same contract as piece_end (every position starts a non-empty match). Used by regex.cc.
+size_t piece_end_qwen2(std::string_view text, size_t pos);
+
 }  // namespace crayon

@@ -330,3 +330,36 @@ def test_tiktoken_converter_tokenizers(name):
         texts += documents(corpus_text(path, 12 * 1024))
         texts += random_slices(corpus_text(path), 15, seed=100 + k)
     check_texts(ours, ref, texts, name)
+
+
+@pytest.mark.parametrize("folder", BYTE_LEVEL_FOLDERS)
+def test_model_fast_paths_equal_merge_loop(folder):
+    """The BPE model's fast paths (whole-token shortcut, word cache, and the backtracking encoder
+    where the merge list is tiktoken-equivalent) against the plain merge-list loop, piece by piece:
+    corpus words, random slices as bytes, random bytes, and long unbroken runs."""
+    ours, _ = load_pair(folder)
+    engine = ours._engine
+    rng = random.Random(17)
+    pieces: list[bytes] = []
+    for path in corpus_files():
+        text = corpus_text(path, 64 * 1024)
+        pieces += [w.encode("utf-8") for w in text.split()[:400]]
+        pieces += [s.encode("utf-8") for s in random_slices(text, 60, seed=23, max_len=40)]
+    pieces += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 30))) for _ in range(300)]
+    pieces += ["日本語の文章です" * 200, "a" * 3000, " " * 2000, "0123456789" * 100]
+    pieces = [p if isinstance(p, bytes) else p.encode("utf-8") for p in pieces]
+    for p in pieces:
+        assert engine.model_encode(p) == engine.model_encode(p, reference=True), f"{folder}: piece {p[:40]!r}"
+    # And again, now answered from the per-thread word cache.
+    for p in pieces[:500]:
+        assert engine.model_encode(p) == engine.model_encode(p, reference=True), f"{folder}: cached piece {p[:40]!r}"
+
+
+def test_fast_path_is_used_where_the_merge_list_allows():
+    """gpt2-style merge lists run on the backtracking encoder; lists with several merges per token
+    (transformers' TikTokenConverter output, as in llama3_1) or an end-of-word suffix (CLIP) keep
+    the merge-list loop."""
+    assert load_pair("gpt2")[0]._engine.has_fast_path
+    assert load_pair("qwen2_5")[0]._engine.has_fast_path
+    assert not load_pair("llama3_1")[0]._engine.has_fast_path
+    assert not load_pair("clip")[0]._engine.has_fast_path
