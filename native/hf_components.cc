@@ -70,9 +70,12 @@ class NormalizerChain final : public TextNormalizer {
       case NormStep::Kind::kNfkc: return nfkc_is_identity(text);
       case NormStep::Kind::kNfkd: return nfkd_is_identity(text);
       case NormStep::Kind::kLowercase: return lowercase_is_identity(text);
-      case NormStep::Kind::kPrepend: return text.empty() || s.pattern.empty();
+      // Prepend("") and an empty Replace pattern change alignments even where the text stays
+      // the same (see docs/normalizers.md), so only empty text is left alone.
+      case NormStep::Kind::kPrepend: return text.empty();
       case NormStep::Kind::kStrip: return false;
-      case NormStep::Kind::kReplaceLiteral: return s.pattern.empty() || text.find(s.pattern) == std::string_view::npos;
+      case NormStep::Kind::kReplaceLiteral:
+        return text.empty() || (!s.pattern.empty() && text.find(s.pattern) == std::string_view::npos);
       case NormStep::Kind::kReplaceRegex: {
         size_t a, b;
         return !s.regex->search(text, 0, a, b);
