@@ -200,18 +200,12 @@ class Tokenizer:
 
     def _normalize_for_match(self, content: str) -> str:
         """An added token's content as the normalizer leaves it: normalized tokens are matched in
-        normalized text. Only added-token contents go through this, once per load; it uses the
-        real normalizer so that the contents are exactly what `tokenizers` matches on."""
-        normalizer = self._meta["normalizer"]
-        if normalizer is None:
+        normalized text, so their contents are normalized once, at load, with the same chain."""
+        if not self._meta["normalizers"]:
             return content
-        if getattr(self, "_norm_ref", None) is None:
-            tokenizers = _reference()
-            blank = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-                     "normalizer": normalizer, "pre_tokenizer": None, "post_processor": None,
-                     "decoder": None, "model": {"type": "WordLevel", "vocab": {}, "unk_token": "[UNK]"}}
-            self._norm_ref = tokenizers.Tokenizer.from_str(json.dumps(blank)).normalizer
-        return self._norm_ref.normalize_str(content)
+        from crayon_hf._native import native
+
+        return native.hf_normalize(self._meta["normalizers"], content)
 
     def _build_engine(self) -> None:
         from crayon_hf._native import native

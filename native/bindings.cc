@@ -383,6 +383,20 @@ void bind_hf(py::module_& m) {
     return py::bytes(image);
   }, "Compiles a byte-level BPE tokenizer.json (already parsed by conversion/hf_json.py) into a cartridge image.");
 
+  m.def("hf_normalize", [](const py::list& normalizers, const py::str& text) {
+    std::vector<ComponentDesc> descs;
+    for (py::handle h : normalizers) descs.push_back(component_from(py::reinterpret_borrow<py::dict>(h)));
+    const std::shared_ptr<const TextNormalizer> chain = make_normalizer(descs);
+    std::string out(utf8_view(text));
+    if (chain && !chain->is_identity(out)) {
+      ByteRanges align;
+      for (uint32_t i = 0; i < out.size(); ++i) align.emplace_back(i, i + 1);
+      chain->apply(out, align);
+    }
+    return py::str(out.data(), out.size());
+  }, py::arg("normalizers"), py::arg("text"),
+  "Runs a flattened normalizer chain (as stored in a cartridge's META) on text.");
+
   py::class_<PyHfEngine>(m, "HfEngine")
       .def(py::init<const std::string&, const py::list&, const py::list&, const py::list&, const py::list&>(),
            py::arg("path"), py::arg("normalizers"), py::arg("pre_tokenizers"), py::arg("added_raw"),
