@@ -101,7 +101,8 @@ const HfMergeEntry* HfBpeModel::find_merge(uint32_t left, uint32_t right) const 
 
 void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
   if (n == 0) return;
-  if (options_.ignore_merges || (plain_symbols_ && self_encodes_ != nullptr)) {
+  // (With the fast path the tiktoken engine makes the whole-token check itself.)
+  if (options_.ignore_merges || (plain_symbols_ && self_encodes_ != nullptr && fast_ == nullptr)) {
     const int32_t id = vocab_.find(piece, n);
     if (id >= 0 && static_cast<uint32_t>(id) < n_ids_ &&
         (options_.ignore_merges ||

@@ -101,8 +101,22 @@ SplitBehavior parse_behavior(const std::string& b, size_t index) {
 class RegexSplitter final : public PieceSplitter {
  public:
   RegexSplitter(std::shared_ptr<const Regex> re, SplitBehavior behavior, bool invert)
-      : re_(std::move(re)), behavior_(behavior), invert_(invert) {}
+      : re_(std::move(re)), behavior_(behavior), invert_(invert) {
+    scanner_isolated_ = behavior_ == SplitBehavior::kIsolated && !invert_ && re_->scanner() != Regex::Scanner::kNone;
+  }
   void split(std::string_view text, ByteRanges& pieces) const override {
+    if (scanner_isolated_) {
+      // A hand-written scanner matches a non-empty piece at every position, so "isolated" pieces
+      // are exactly its matches, one after another.
+      const size_t first = pieces.size();
+      size_t pos = 0, start = 0, end = 0;
+      while (pos < text.size() && re_->search(text, pos, start, end) && end > pos) {
+        pieces.emplace_back(static_cast<uint32_t>(start), static_cast<uint32_t>(end));
+        pos = end;
+      }
+      if (pos >= text.size()) return;
+      pieces.resize(first);  // not the shape assumed above: take the general path
+    }
     thread_local std::vector<MatchSpan> spans;
     spans.clear();
     find_matches(*re_, text, spans);
@@ -113,6 +127,7 @@ class RegexSplitter final : public PieceSplitter {
   std::shared_ptr<const Regex> re_;
   SplitBehavior behavior_;
   bool invert_;
+  bool scanner_isolated_ = false;
 };
 
 class LiteralSplitter final : public PieceSplitter {
