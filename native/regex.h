@@ -1,0 +1,75 @@
+// A regex engine with Oniguruma's semantics (Ruby syntax, UTF-8), for the `Split` patterns of
+// tokenizer.json and the ByteLevel pre-tokenizer, which `tokenizers` runs with Oniguruma.
+//
+//   pattern --parse--> AST --compile--> Program (instructions + character classes)
+//   text, from --search--> leftmost match [start, end) at or after `from`, like onig_search
+//
+// The matcher is a backtracking VM, because Oniguruma's answers are defined by backtracking
+// (leftmost-first alternation, greedy/lazy/possessive quantifiers, atomic lookaround, the empty-loop
+// check). Two things keep it polynomial:
+//   * a step budget: a start position first runs without bookkeeping; if its work exceeds a bound
+//     linear in (program size x distance scanned), it is re-run with memoization of visited
+//     (instruction, position, empty-loop context) states (RE2's BitState idea), so that no state
+//     is explored twice and a search costs O(program x text);
+//   * recursion only for lookaround and atomic bodies, whose nesting depth is bounded by the
+//     pattern (at most kMaxNesting); everything else uses an explicit heap stack.
+// Patterns equal to one that a hand-written scanner in pretokenize.cc reproduces exactly (GPT-2,
+// Llama 3, Qwen2) dispatch to that scanner.
+//
+// Anything the engine does not implement (backreferences, conditionals, \G, \K, \R, \X, absent
+// operator, unknown properties, case-insensitive multi-character folds, ...) throws RegexError
+// naming the construct and its byte offset: the caller then falls back to `tokenizers`, so refusing
+// is always safe, while a silent mismatch never is. See docs/regex.md for the dialect notes.
+//
+// Bounds: pattern <= 64 KiB, program <= 200k instructions, repeat counts <= 100000, group nesting
+// <= kMaxNesting. Invalid UTF-8 in the text never reads out of range: a byte that does not start a
+// well-formed sequence is one character with no Unicode properties (general category Cn), so only
+// negated classes, \P{..}, \S, \W, \D and `.` match it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "pretokenize.h"
+
+namespace crayon {
+
+class RegexError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Regex {
+ public:
+  static constexpr int kMaxNesting = 64;
+
+  // Oniguruma/Ruby syntax, UTF-8. Throws RegexError for invalid or unsupported patterns.
+  explicit Regex(std::string_view pattern);
+  ~Regex();
+  Regex(Regex&&) noexcept;
+  Regex& operator=(Regex&&) noexcept;
+
+  // Leftmost match starting at or after `from` (a character boundary), like onig_search over the
+  // whole subject: anchors and lookbehind see all of `text`. Thread-safe (const; per-call scratch).
+  bool search(std::string_view text, size_t from, size_t& match_start, size_t& match_end) const;
+
+  const std::string& pattern() const { return pattern_; }
+  // The hand-written scanner this pattern dispatches to, or kNone when the VM runs.
+  enum class Scanner : uint8_t { kNone, kGpt2, kLlama3, kQwen2 };
+  Scanner scanner() const { return scanner_; }
+  // True when the pattern can match the empty string (then searches never skip positions).
+  bool nullable() const;
+
+  struct Program;
+
+ private:
+  std::string pattern_;
+  Scanner scanner_ = Scanner::kNone;
+  std::unique_ptr<const Program> prog_;
+};
+
+}  // namespace crayon
