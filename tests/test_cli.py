@@ -178,3 +178,43 @@ def test_encode_large_file_shows_progress(tmp_path, monkeypatch, capsys):
     assert np.load(tmp_path / "o.npy").tolist() == reference_encoding("cl100k_base").encode_ordinary(text)
     err = capsys.readouterr().err
     assert "big.txt" in err
+
+
+def test_convert_tokenizer_json_with_verify(tmp_path, capsys):
+    from crayon_hf import Tokenizer
+
+    src = require_shared(VOCAB / "hf" / "qwen2_5" / "tokenizer.json")
+    out = tmp_path / "qwen.dat"
+    assert run_cli("convert", str(src), "-o", str(out), "--verify") == 0
+    printed = capsys.readouterr().out
+    assert "tokenizer.json BPE" in printed and "backend native" in printed
+    done, total = printed.split("verify: ", 1)[1].split(" documents", 1)[0].split("/")
+    assert done == total and int(total) > 20  # the built-in multilingual sample
+    assert Tokenizer.from_file(out).crayon_backend == "native"
+    corpus = corpus_files()[0]
+    assert run_cli("convert", str(src), "-o", str(out), "--verify", str(corpus)) == 0
+    assert "verify: " in capsys.readouterr().out
+
+
+def test_convert_verify_reports_a_mismatch(tmp_path, capsys, monkeypatch):
+    """--verify exits 1 and shows the first difference when the cartridge disagrees."""
+    from crayon_hf import tokenizer as face
+
+    src = require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json")
+    real_encode = face.Tokenizer.encode
+
+    def off_by_one(self, *args, **kwargs):
+        enc = real_encode(self, *args, **kwargs)
+        return type("Broken", (), {"ids": [i + 1 for i in enc.ids], "offsets": enc.offsets})()
+
+    monkeypatch.setattr(face.Tokenizer, "encode", off_by_one)
+    assert run_cli("convert", str(src), "-o", str(tmp_path / "g.dat"), "--verify") == 1
+    captured = capsys.readouterr()
+    assert "first mismatch" in captured.err
+
+
+def test_convert_tokenizer_json_needing_fallback_is_refused(tmp_path):
+    src = require_shared(VOCAB / "hf" / "bert_base_uncased" / "tokenizer.json")
+    with pytest.warns(UserWarning, match="tokenizers library"):
+        with pytest.raises(SystemExit, match="does not run yet"):
+            run_cli("convert", str(src), "-o", str(tmp_path / "bert.dat"))
