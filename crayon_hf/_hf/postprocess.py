@@ -1,0 +1,275 @@
+"""Truncation, padding and the whole `post_process` step of `tokenizers.Tokenizer`.
+
+    raw encoding(s) --truncate (max_length minus the tokens the processor adds)-->
+    --processor.process (or the default merge)--> --pad--> final Encoding
+
+Mirrors tokenizers/src/utils/truncation.rs, utils/padding.rs and `TokenizerImpl::post_process`
+in tokenizers/src/tokenizer/mod.rs, plus the validation and dict shapes of the Python binding
+(`enable_truncation`, `enable_padding`, `Tokenizer.truncation`, `Tokenizer.padding`).
+
+Lengths are `usize` there, and `max_length - added_tokens` wraps around when the processor adds
+more tokens than `max_length` allows: truncation then silently keeps everything. We reproduce it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .encoding import Encoding, _merge, _u32, _usize
+from .processors import PostProcessor
+
+__all__ = [
+    "TruncationParams",
+    "PaddingParams",
+    "truncate_encodings",
+    "pad_encodings",
+    "post_process",
+]
+
+_USIZE_MOD = 2**64
+
+_STRATEGIES = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
+_STRATEGIES_JSON = {v: k for k, v in _STRATEGIES.items()}
+
+
+def _str_arg(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"'{type(value).__name__}' object cannot be converted to 'PyString'")
+    return value
+
+
+@dataclass(frozen=True)
+class TruncationParams:
+    max_length: int = 512
+    stride: int = 0
+    strategy: str = "longest_first"  # longest_first | only_first | only_second
+    direction: str = "right"  # left | right
+
+    @classmethod
+    def from_kwargs(cls, max_length: int, **kwargs: Any) -> TruncationParams:
+        """What `Tokenizer.enable_truncation(max_length, **kwargs)` builds (same errors)."""
+        max_length = _usize(max_length)
+        stride, strategy, direction = 0, "longest_first", "right"
+        for key, value in kwargs.items():
+            if key == "stride":
+                stride = _usize(value)
+            elif key == "strategy":
+                value = _str_arg(value)
+                if value not in _STRATEGIES:
+                    raise ValueError(
+                        f"Unknown `strategy`: `{value}`. Use one of `longest_first`, `only_first`, or `only_second`"
+                    )
+                strategy = value
+            elif key == "direction":
+                value = _str_arg(value)
+                if value not in ("left", "right"):
+                    raise ValueError(f"Unknown `direction`: `{value}`. Use one of `left` or `right`.")
+                direction = value
+            else:
+                print(f"Ignored unknown kwarg option {key}")
+        return cls(max_length, stride, strategy, direction)
+
+    def validate(self, added_tokens_single: int) -> None:
+        """`Tokenizer::with_truncation`: the stride must fit in the length left once the
+        processor's tokens for a *single* sequence are taken out (ValueError otherwise)."""
+        effective = (self.max_length - added_tokens_single) % _USIZE_MOD
+        if effective < self.stride:
+            raise ValueError(
+                f"tokenizer stride set to {self.stride}, which is greater than or equal to its effective max "
+                f"length of {effective} (= {self.max_length} original max length - {added_tokens_single} added "
+                "special tokens), "
+            )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The shape of `tokenizers.Tokenizer.truncation`."""
+        return {"max_length": self.max_length, "stride": self.stride, "strategy": self.strategy, "direction": self.direction}
+
+    def to_json(self) -> dict[str, Any]:
+        """The tokenizer.json ``truncation`` object."""
+        return {
+            "direction": self.direction.capitalize(),
+            "max_length": self.max_length,
+            "strategy": _STRATEGIES[self.strategy],
+            "stride": self.stride,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> TruncationParams | None:
+        if d is None:
+            return None
+        return cls(
+            int(d["max_length"]),
+            int(d.get("stride", 0)),
+            _STRATEGIES_JSON[d.get("strategy", "LongestFirst")],
+            str(d.get("direction", "Right")).lower(),
+        )
+
+
+@dataclass(frozen=True)
+class PaddingParams:
+    length: int | None = None  # None: BatchLongest, else Fixed(length)
+    direction: str = "right"
+    pad_to_multiple_of: int | None = None
+    pad_id: int = 0
+    pad_type_id: int = 0
+    pad_token: str = "[PAD]"
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> PaddingParams:
+        """What `Tokenizer.enable_padding(**kwargs)` builds (same errors and messages)."""
+        length: int | None = None
+        direction, multiple, pad_id, pad_type_id, pad_token = "right", None, 0, 0, "[PAD]"
+        for key, value in kwargs.items():
+            if key == "direction":
+                value = _str_arg(value)
+                if value not in ("left", "right"):
+                    raise ValueError(f"Unknown `direction`: `{value}`. Use one of `left` or `right`")
+                direction = value
+            elif key == "pad_to_multiple_of":
+                if value is not None:
+                    multiple = _usize(value)
+            elif key == "pad_id":
+                pad_id = _u32(value)
+            elif key == "pad_type_id":
+                pad_type_id = _u32(value)
+            elif key == "pad_token":
+                pad_token = _str_arg(value)
+            elif key in ("length", "max_length"):
+                if key == "max_length":
+                    print("enable_padding(max_length=X) is deprecated, use enable_padding(length=X) instead")
+                length = None if value is None else _usize(value)
+            else:
+                print(f"Ignored unknown kwarg option {key}")
+        return cls(length, direction, multiple, pad_id, pad_type_id, pad_token)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The shape of `tokenizers.Tokenizer.padding`."""
+        return {
+            "length": self.length,
+            "pad_to_multiple_of": self.pad_to_multiple_of,
+            "pad_id": self.pad_id,
+            "pad_token": self.pad_token,
+            "pad_type_id": self.pad_type_id,
+            "direction": self.direction,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The tokenizer.json ``padding`` object."""
+        return {
+            "strategy": "BatchLongest" if self.length is None else {"Fixed": self.length},
+            "direction": self.direction.capitalize(),
+            "pad_to_multiple_of": self.pad_to_multiple_of,
+            "pad_id": self.pad_id,
+            "pad_type_id": self.pad_type_id,
+            "pad_token": self.pad_token,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> PaddingParams | None:
+        if d is None:
+            return None
+        strategy = d.get("strategy", "BatchLongest")
+        length = None if strategy == "BatchLongest" else int(strategy["Fixed"])
+        return cls(
+            length,
+            str(d.get("direction", "Right")).lower(),
+            d.get("pad_to_multiple_of"),
+            int(d.get("pad_id", 0)),
+            int(d.get("pad_type_id", 0)),
+            str(d.get("pad_token", "[PAD]")),
+        )
+
+
+def truncate_encodings(
+    encoding: Encoding, pair_encoding: Encoding | None, params: TruncationParams, max_length: int | None = None
+) -> None:
+    """`utils::truncation::truncate_encodings`, in place. `max_length` overrides the params' one
+    (post_process passes it reduced by the processor's added tokens)."""
+    max_len = params.max_length if max_length is None else max_length
+    stride, direction = params.stride, params.direction
+    if max_len == 0:
+        encoding._truncate(0, stride, direction)
+        if pair_encoding is not None:
+            pair_encoding._truncate(0, stride, direction)
+        return
+    total = len(encoding) + (len(pair_encoding) if pair_encoding is not None else 0)
+    if total <= max_len:
+        return
+    to_remove = total - max_len
+    if params.strategy == "longest_first":
+        if pair_encoding is None:
+            encoding._truncate(total - to_remove, stride, direction)
+            return
+        n1, n2 = len(encoding), len(pair_encoding)
+        swap = n1 > n2
+        if swap:
+            n1, n2 = n2, n1
+        n2 = n1 if n1 > max_len else max(n1, max_len - n1)
+        if n1 + n2 > max_len:
+            n1 = max_len // 2
+            n2 = n1 + max_len % 2
+        if swap:
+            n1, n2 = n2, n1
+        encoding._truncate(n1, stride, direction)
+        pair_encoding._truncate(n2, stride, direction)
+        return
+    if params.strategy == "only_first":
+        target = encoding
+    elif pair_encoding is not None:
+        target = pair_encoding
+    else:
+        raise Exception("Truncation error: Second sequence not provided")
+    if len(target) > to_remove:
+        target._truncate(len(target) - to_remove, stride, direction)
+    else:
+        raise Exception("Truncation error: Sequence to truncate too short to respect the provided max_length")
+
+
+def pad_encodings(encodings: Sequence[Encoding], params: PaddingParams) -> None:
+    """`utils::padding::pad_encodings`, in place: Fixed pads to `length`, BatchLongest to the
+    longest encoding of the batch (overflowings are padded to the same length, not counted)."""
+    if not encodings:
+        return
+    target = params.length if params.length is not None else max(len(e) for e in encodings)
+    multiple = params.pad_to_multiple_of
+    if multiple and target % multiple:
+        target += multiple - target % multiple
+    left = params.direction == "left"
+    for enc in encodings:
+        enc._pad(target, params.pad_id, params.pad_type_id, params.pad_token, left)
+
+
+def post_process(
+    encoding: Encoding,
+    pair_encoding: Encoding | None = None,
+    add_special_tokens: bool = True,
+    truncation: TruncationParams | None = None,
+    padding: PaddingParams | None = None,
+    processor: PostProcessor | None = None,
+) -> Encoding:
+    """`TokenizerImpl::post_process`. The inputs are the raw encodings of the model (the pair's
+    with type id 1); they are left untouched."""
+    encoding = encoding._clone()
+    pair = pair_encoding._clone() if pair_encoding is not None else None
+
+    if truncation is not None:
+        added = processor.added_tokens(pair is not None) if processor is not None else 0
+        if add_special_tokens and added > 0:
+            truncate_encodings(encoding, pair, truncation, (truncation.max_length - added) % _USIZE_MOD)
+        else:
+            truncate_encodings(encoding, pair, truncation)
+
+    if processor is not None:
+        final = processor.process(encoding, pair, add_special_tokens)
+    elif pair is None:
+        final = encoding
+    else:
+        encoding.set_sequence_id(0)
+        pair.set_sequence_id(1)
+        final = _merge([encoding, pair], False)
+
+    if padding is not None:
+        pad_encodings([final], padding)
+    return final
