@@ -197,6 +197,17 @@ def _merge_pair(m: Any, i: int) -> tuple[str, str]:
     raise ValueError(f"model.merges[{i}] must be 'a b' or ['a', 'b']: {m!r}")
 
 
+def added_token_string(token: dict[str, Any], normalizers: list[dict[str, Any]]) -> str:
+    """The string `tokenizers` shows for an added token: its content, normalized by the
+    tokenizer's normalizer when the token is `normalized`."""
+    content = token["content"]
+    if not normalizers or not token.get("normalized", True):
+        return content
+    from crayon_hf._native import native
+
+    return native.hf_normalize(normalizers, content)
+
+
 def plan_native(data: dict[str, Any]) -> NativePlan:
     """What the native engine needs; raises Unsupported naming the first component it cannot run
     exactly, ValueError when the file itself is inconsistent (as `tokenizers` would refuse it)."""
@@ -241,9 +252,11 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
     plan.vocab_strings = strings
     # What the ByteLevel decoder turns each token into: its bytes when every character is in the
     # byte-level alphabet, else its own UTF-8 (added tokens included).
+    # tokenizers gives an added token with normalized=true the *normalized* content as its string
+    # (id_to_token, decode), while token_to_id still takes the original content.
     by_id: list[str | None] = list(strings)
     for tok in data.get("added_tokens") or []:
-        by_id[int(tok["id"])] = tok["content"]
+        by_id[int(tok["id"])] = added_token_string(tok, plan.normalizers)
     plan.decode_bytes = [None if t is None else (_to_bytes(t) if _to_bytes(t) is not None else t.encode("utf-8", "surrogatepass"))
                          for t in by_id]
 

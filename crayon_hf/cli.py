@@ -103,8 +103,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return _report_parity(f"tokenizers {tokenizers.__version__}", _verify_documents(args.verify or None), ours, theirs)
 
     if kind is not FileKind.TIKTOKEN_RANKS:
+        what = "not a file crayon-hf recognises" if kind is FileKind.UNKNOWN else f"a {kind.value}"
         raise SystemExit(
-            f"crayon convert: {args.input} is a {kind.value}; this version converts tokenizer.json files "
+            f"crayon convert: {args.input} is {what}; this version converts tokenizer.json files "
             "and tiktoken rank files"
         )
     from crayon_hf.conversion.tiktoken_rank import convert_rank_file

@@ -37,7 +37,7 @@ from crayon_hf._hf.processors import build_post_processor
 __all__ = ["Tokenizer", "AddedToken", "Encoding"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 5
+_CACHE_GENERATION = 6
 _MAGIC = b"CRAYONHF"
 
 
@@ -313,7 +313,8 @@ class Tokenizer:
             for t in self._added:
                 if t["id"] >= len(strings):
                     strings.extend([None] * (t["id"] + 1 - len(strings)))
-                strings[t["id"]] = t["content"]
+                # As in tokenizers: a normalized token's string is its normalized content.
+                strings[t["id"]] = self._normalize_for_match(t["content"]) if t.get("normalized", True) else t["content"]
             self._vocab_cache = strings
         return self._vocab_cache
 

@@ -165,19 +165,22 @@ void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken
 namespace {
 
 // The symbols of a word during merging: a doubly linked list over the initial positions.
+// UTF-8 length of the byte-level stand-in for byte b: printable ASCII stands for itself.
+uint32_t stand_in_units(uint8_t b) { return (b >= 0x21 && b <= 0x7E) ? 1 : 2; }
+
 struct Symbols {
   std::vector<uint32_t> id;
-  std::vector<uint32_t> start;
-  std::vector<uint32_t> end;
+  std::vector<uint32_t> len;    // bytes of the characters this symbol stands for
+  std::vector<uint32_t> units;  // the same characters' length in the byte-level string
   std::vector<int32_t> prev;
   std::vector<int32_t> next;
 
-  void clear() { id.clear(); start.clear(); end.clear(); prev.clear(); next.clear(); }
-  void add(uint32_t token, uint32_t s, uint32_t e) {
+  void clear() { id.clear(); len.clear(); units.clear(); prev.clear(); next.clear(); }
+  void add(uint32_t token, uint32_t len_bytes, uint32_t len_units) {
     const int32_t i = static_cast<int32_t>(id.size());
     id.push_back(token);
-    start.push_back(s);
-    end.push_back(e);
+    len.push_back(len_bytes);
+    units.push_back(len_units);
     prev.push_back(i - 1);
     next.push_back(-1);
     if (i > 0) next[i - 1] = i;
@@ -204,37 +207,41 @@ void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector
 
   // Characters to symbols, with tokenizers' unk handling: a run of unknown characters becomes one
   // pending unk that is flushed before the next known symbol (fused into one when fuse_unk).
-  int64_t unk_start = -1;
-  uint32_t unk_end = 0;
+  bool dropped = false;
+  bool unk_pending = false;
+  uint32_t unk_len = 0, unk_units = 0;
   for (size_t i = 0; i < n; ++i) {
     const int which = n == 1 ? 0 : (i == 0 ? 1 : (i + 1 == n ? 3 : 2));
     const int32_t id = symbol_[which][piece[i]];
-    const uint32_t s = static_cast<uint32_t>(i), e = static_cast<uint32_t>(i + 1);
+    const uint32_t units = stand_in_units(piece[i]);
     if (id >= 0) {
-      if (unk_start >= 0) {
-        sym.add(static_cast<uint32_t>(options_.unk_id), static_cast<uint32_t>(unk_start), unk_end);
-        unk_start = -1;
+      if (unk_pending) {
+        sym.add(static_cast<uint32_t>(options_.unk_id), unk_len, unk_units);
+        unk_pending = false;
       }
-      sym.add(static_cast<uint32_t>(id), s, e);
+      sym.add(static_cast<uint32_t>(id), 1, units);
     } else if (options_.unk_id >= 0) {
-      if (unk_start >= 0 && options_.fuse_unk) {
-        unk_end = e;
+      if (unk_pending && options_.fuse_unk) {
+        unk_len += 1;
+        unk_units += units;
       } else {
-        if (unk_start >= 0) {
-          sym.add(static_cast<uint32_t>(options_.unk_id), static_cast<uint32_t>(unk_start), unk_end);
-        }
-        unk_start = s;
-        unk_end = e;
+        if (unk_pending) sym.add(static_cast<uint32_t>(options_.unk_id), unk_len, unk_units);
+        unk_pending = true;
+        unk_len = 1;
+        unk_units = units;
       }
+    } else {
+      dropped = true;
     }
   }
-  if (unk_start >= 0) sym.add(static_cast<uint32_t>(options_.unk_id), static_cast<uint32_t>(unk_start), unk_end);
+  if (unk_pending) sym.add(static_cast<uint32_t>(options_.unk_id), unk_len, unk_units);
   if (sym.size() == 0) return;
 
   auto merge_at = [&](int32_t pos, uint32_t merged) {
     const int32_t nx = sym.next[pos];
     sym.id[pos] = merged;
-    sym.end[pos] = sym.end[nx];
+    sym.len[pos] += sym.len[nx];
+    sym.units[pos] += sym.units[nx];
     sym.next[pos] = sym.next[nx];
     if (sym.next[nx] >= 0) sym.prev[sym.next[nx]] = pos;
     sym.id[nx] = HfMergeEntry::kEmpty;  // removed
@@ -287,8 +294,32 @@ void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector
     }
   }
 
-  for (int32_t i = sym.size() ? 0 : -1; i >= 0; i = sym.next[i]) {
-    out.push_back(HfToken{sym.id[i], sym.start[i], sym.end[i]});
+  if (!dropped) {
+    uint32_t offset = 0;
+    for (int32_t i = 0; i >= 0; i = sym.next[i]) {
+      out.push_back(HfToken{sym.id[i], offset, offset + sym.len[i]});
+      offset += sym.len[i];
+    }
+    return;
+  }
+  // Some bytes had no symbol (and there is no unk token). tokenizers then still places tokens by
+  // running sums of their characters' lengths in the byte-level *string* (where a stand-in
+  // character is 1 or 2 bytes of UTF-8), so everything after a dropped byte shifts left; the
+  // offsets then go through the string's alignment, one stand-in per original byte. Reproduce
+  // that: sum lengths in those units, then map each end back to the byte whose stand-in holds it.
+  thread_local std::vector<uint32_t> tl_unit_start;
+  std::vector<uint32_t>& unit_start = tl_unit_start;  // stand-in of byte k starts at unit_start[k]
+  unit_start.resize(n + 1);
+  unit_start[0] = 0;
+  for (size_t k = 0; k < n; ++k) unit_start[k + 1] = unit_start[k] + stand_in_units(piece[k]);
+  auto byte_at = [&](uint32_t unit) {  // the byte whose stand-in contains `unit`
+    return static_cast<uint32_t>(std::upper_bound(unit_start.begin(), unit_start.end(), unit) - unit_start.begin() - 1);
+  };
+  uint32_t offset = 0;
+  for (int32_t i = 0; i >= 0; i = sym.next[i]) {
+    const uint32_t units = sym.units[i];
+    out.push_back(HfToken{sym.id[i], byte_at(offset), byte_at(offset + units - 1) + 1});
+    offset += units;
   }
 }
 

@@ -71,7 +71,7 @@ def test_convert_custom_regex_falls_back_loudly(tmp_path):
 def test_convert_rejects_bad_input(tmp_path, capsys):
     bad = tmp_path / "bad.tiktoken"
     bad.write_text("not a rank file at all\n")
-    with pytest.raises(SystemExit, match="this version converts tiktoken rank files"):
+    with pytest.raises(SystemExit, match="converts tokenizer.json files and tiktoken rank files"):
         run_cli("convert", str(bad), "--pattern", "cl100k_base", "-o", str(tmp_path / "x.dat"))
     broken = tmp_path / "broken.tiktoken"
     broken.write_bytes(b"IQ== 0\nIg== 1\nIw== 2\nJA== 3\nJQ== 4\nJg== 5\nJw== 6\nKA== 7\nKQ==\n")
