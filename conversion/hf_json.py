@@ -228,10 +228,6 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         plan.pre_tokenizer_paths.append(path)
     if not any(p["type"] == "ByteLevel" for p in plan.pre_tokenizers):
         raise Unsupported("pre_tokenizer", "the model's input is not byte-level (no ByteLevel pre-tokenizer)")
-    for i, tok in enumerate(data.get("added_tokens") or []):
-        if tok.get("single_word"):
-            raise Unsupported(f"added_tokens[{i}].single_word", "single_word added tokens are not implemented natively")
-
     vocab = model.get("vocab")
     if not isinstance(vocab, dict):
         raise ValueError("model.vocab must be an object mapping tokens to ids")

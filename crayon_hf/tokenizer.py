@@ -213,9 +213,10 @@ class Tokenizer:
         raw, normed = [], []
         for t in self._added:
             if t.get("normalized", True):
-                normed.append((t["id"], self._normalize_for_match(t["content"]), t["special"], t["lstrip"], t["rstrip"]))
+                normed.append((t["id"], self._normalize_for_match(t["content"]), t["special"], t["lstrip"],
+                               t["rstrip"], t["single_word"]))
             else:
-                raw.append((t["id"], t["content"], t["special"], t["lstrip"], t["rstrip"]))
+                raw.append((t["id"], t["content"], t["special"], t["lstrip"], t["rstrip"], t["single_word"]))
         self._engine = native.HfEngine(
             self._cartridge_path, self._meta["normalizers"], self._meta["pre_tokenizers"], raw, normed
         )
@@ -367,8 +368,6 @@ class Tokenizer:
             d = _added_dict(token, special)
             if not d["content"]:
                 continue
-            if d["single_word"]:
-                raise NotImplementedError("single_word added tokens are not supported by the native engine")
             existing = next((t for t in self._added if t["content"] == d["content"]), None)
             if existing is not None:
                 existing.update({k: v for k, v in d.items() if k != "content"})

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "utf8.h"
+#include "word_char_table.h"
 
 namespace crayon {
 
@@ -37,6 +38,26 @@ size_t skip_white_back(std::string_view s, size_t end) {
     i = j;
   }
   return i;
+}
+
+// The character that ends at `end` (end > 0), or kInvalid for a byte that ends no well-formed one.
+uint32_t char_before(std::string_view s, size_t end) {
+  size_t j = end - 1;
+  while (j > 0 && (static_cast<uint8_t>(s[j]) & 0xC0) == 0x80 && end - j < 4) --j;
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const utf8::Decoded d = utf8::decode(p + j, p + end);
+  return d.len == end - j ? d.cp : utf8::kInvalid;
+}
+
+// tokenizers' single_word test: neither neighbour of [start, stop) is a word character.
+bool stands_alone(std::string_view s, size_t start, size_t stop) {
+  using word_char_table::is_word_char;
+  if (start > 0 && is_word_char(char_before(s, start))) return false;
+  if (stop < s.size()) {
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+    if (is_word_char(utf8::decode(p + stop, p + s.size()).cp)) return false;
+  }
+  return true;
 }
 
 size_t skip_white_forward(std::string_view s, size_t from) {
@@ -77,6 +98,7 @@ void AddedTokenSet::split(std::string_view sentence, bool encode_special_tokens,
     pos = at + len;
     const AddedToken& t = tokens_[static_cast<size_t>(index)];
     if (encode_special_tokens && t.special) continue;
+    if (t.single_word && !stands_alone(sentence, at, at + len)) continue;
     size_t start = at, stop = at + len;
     if (t.lstrip) start = std::max(skip_white_back(sentence, start), start_offset);
     if (t.rstrip) stop = skip_white_forward(sentence, stop);

@@ -3,6 +3,7 @@
 //
 //   sentence --leftmost-longest occurrences, non-overlapping, left to right-->
 //            for each occurrence:  skip it when encode_special_tokens and it is special;
+//                                  single_word: skip it when a word character touches it;
 //                                  lstrip: extend left over whitespace (not past the previous split)
 //                                  rstrip: extend right over whitespace
 //            --> [text | token | text | token ...] splits covering the sentence
@@ -13,9 +14,12 @@
 //
 // A skipped occurrence still consumes its span (the automaton's iterator moves past it), and an
 // rstrip extension does not move the iterator: the next occurrence can start inside the stripped
-// whitespace, and then the splits overlap, as they do in tokenizers. `single_word` tokens are not
-// supported here (their word-character test needs Rust's Alphabetic property); the converter
-// sends such tokenizers to the fallback.
+// whitespace, and then the splits overlap, as they do in tokenizers.
+//
+// single_word: an occurrence is rejected when the character before it or the character after it
+// (within this sentence) is a word character, which tokenizers tests with the Rust regex crate's
+// `\w$` / `^\w` (Alphabetic | Mark | Nd | Pc | Join_Control; word_char_table.h, probed). The
+// test comes before lstrip/rstrip, and a rejected occurrence is consumed like a skipped one.
 //
 // Bounds: O(n x longest token) trie steps per sentence.
 #pragma once
@@ -36,6 +40,7 @@ struct AddedToken {
   bool special = false;
   bool lstrip = false;
   bool rstrip = false;
+  bool single_word = false;
 };
 
 // One split of a sentence: an added token (token >= 0) or text (token == -1), [start, end) bytes.

@@ -260,6 +260,7 @@ std::vector<AddedToken> added_from(const py::list& items) {
     a.special = py::cast<bool>(t[2]);
     a.lstrip = py::cast<bool>(t[3]);
     a.rstrip = py::cast<bool>(t[4]);
+    a.single_word = py::cast<bool>(t[5]);
     out.push_back(std::move(a));
   }
   return out;

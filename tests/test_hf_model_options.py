@@ -2,7 +2,7 @@
 with `tokenizers`' own BpeTrainer on real text and then edited: continuing_subword_prefix,
 end_of_word_suffix, unk_token with and without fuse_unk (and bytes missing from the vocabulary),
 ignore_merges, merges written as ["a", "b"] pairs, duplicated merges (the last one wins), and
-added tokens with lstrip/rstrip/normalized around a normalizer. Every case is compared with the
+added tokens with lstrip/rstrip/normalized/single_word around a normalizer. Every case is compared with the
 real `tokenizers` on corpus text and adversarial strings, offsets and decode included.
 """
 
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 
 import pytest
 
-from support import corpus_files, corpus_text, random_slices, require_module
+from support import ROOT, corpus_files, corpus_text, random_slices, require_module
 from test_hf_parity import check_texts
 
 
@@ -130,15 +132,78 @@ def test_added_tokens_flags_with_a_normalizer():
     check_texts(ours, ref, texts, "added-token flags")
 
 
-def test_single_word_added_tokens_fall_back_loudly():
-    data = _train()
-    data["added_tokens"].append(
-        {"id": len(data["model"]["vocab"]), "content": "word", "single_word": True, "lstrip": False,
-         "rstrip": False, "normalized": False, "special": False}
-    )
+def _single_word_texts(words: list[str]) -> list[str]:
+    """Each word alone, at text start/end, twice in a row, and glued to word characters (letters,
+    digits, '_', CJK, a combining mark, ZWJ) and non-word ones (superscript digit, punctuation,
+    whitespace, emoji); then random strings of such pieces."""
+    neighbours = ["a", "Z", "7", "_", "\u0663", "\u00b2", "\u00bd", "\u0301", "\u200d", "\u2160", "\u24b6", "日",
+                  "語", "\u00e9", ",", "-", " ", "\t", "\n", "\u3000", "😀", "\u00a0", ".", "<|end|>"]
+    texts = []
+    for w in words:
+        texts += [w, f" {w} ", f"{w}{w}", f"{w} {w}", f"{w}  {w}\t{w}", f"say {w}, then {w}."]
+        for c in neighbours:
+            texts += [c + w, w + c, c + w + c, f"{c} {w} {c}", f"{w}{c}{w}"]
+    rng = random.Random(11)
+    pieces = words + neighbours + ["  ", "x", "xy", "Test", "TEST"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(250)]
+    return texts
+
+
+def test_single_word_added_tokens():
+    """single_word alone and with lstrip/rstrip/normalized/special: an occurrence touching a word
+    character (the Rust regex crate's \\w) is not a token, and the search resumes after it."""
+    tokenizers = require_module("tokenizers")
     from crayon_hf import Tokenizer
 
-    with pytest.warns(UserWarning, match="single_word"):
-        ours = Tokenizer.from_str(json.dumps(data))
-    assert ours.crayon_backend == "fallback: added_tokens[1].single_word"
-    _compare(data, native=False)
+    data = _train()
+    n = len(data["model"]["vocab"])
+    data["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]}
+    extra = [
+        {"content": "word", "lstrip": False, "rstrip": False, "normalized": False, "special": False},
+        {"content": "<SW>", "lstrip": True, "rstrip": True, "normalized": False, "special": True},
+        {"content": "ｔｅｓｔ", "lstrip": False, "rstrip": True, "normalized": True, "special": False},
+        {"content": "日本", "lstrip": True, "rstrip": False, "normalized": False, "special": False},
+        {"content": "[Mask]", "lstrip": False, "rstrip": False, "normalized": True, "special": True},
+        {"content": "-+-", "lstrip": False, "rstrip": False, "normalized": False, "special": False},
+        {"content": "wordy", "lstrip": False, "rstrip": False, "normalized": False, "special": False,
+         "single_word": False},
+    ]
+    for i, t in enumerate(extra):
+        assert t["content"] not in data["model"]["vocab"]  # tokenizers would give it the model's id
+        data["added_tokens"].append({"single_word": True, **t, "id": n + i})
+    text = json.dumps(data)
+    ours, ref = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    assert ours.crayon_backend == "native"
+    texts = _texts() + _single_word_texts(["word", "<SW>", "test", "TEST", "ｔｅｓｔ", "日本", "[mask]", "-+-", "wordy"])
+    check_texts(ours, ref, texts, "single_word")
+    ours.encode_special_tokens = ref.encode_special_tokens = True
+    check_texts(ours, ref, texts, "single_word, encode_special_tokens", decode=False)
+
+
+def test_single_word_overlay():
+    """Tokens added after load (the overlay) with single_word, as `tokenizers` adds them."""
+    tokenizers = require_module("tokenizers")
+    from crayon_hf import Tokenizer
+
+    text = json.dumps(_train())
+    ours, ref = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    for tok in (ours, ref):
+        assert tok.add_tokens([tokenizers.AddedToken("word", single_word=True)]) == 1
+        tok.add_tokens([tokenizers.AddedToken("ｗｏ", single_word=True, lstrip=True, normalized=False), "plain"])
+        tok.add_special_tokens([tokenizers.AddedToken("<SW>", single_word=True, rstrip=True, normalized=False)])
+    assert ours.crayon_backend == "native"
+    assert ours.get_added_tokens_decoder() == ref.get_added_tokens_decoder()
+    check_texts(ours, ref, _texts() + _single_word_texts(["word", "ｗｏ", "<SW>", "plain"]), "single_word overlay")
+
+
+def test_word_char_table_is_current():
+    require_module("tokenizers")
+    require_module("unicodedata2")
+    require_module("regex")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "gen_word_char_table.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "tools",
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
