@@ -100,6 +100,7 @@ class NativePlan:
     pre_tokenizers: list[dict[str, Any]] = field(default_factory=list)
     pre_tokenizer_paths: list[str] = field(default_factory=list)
     byte_tokens: list[tuple[bytes, int]] = field(default_factory=list)
+    added_tokens: list[dict[str, Any]] = field(default_factory=list)  # ids as tokenizers assigns them
     decode_bytes: list[bytes | None] = field(default_factory=list)  # ByteLevel decoder output per id
     merges: list[tuple[int, int, int]] = field(default_factory=list)
     vocab_strings: list[str | None] = field(default_factory=list)
@@ -236,8 +237,14 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**31:
             raise ValueError(f"model.vocab[{tok!r}] must be a non-negative id, got {i!r}")
         n_ids = max(n_ids, i + 1)
+    # tokenizers re-adds the added tokens at load: one whose content is already in the model's
+    # vocabulary takes the model's id, whatever the file says.
     for tok in data.get("added_tokens") or []:
-        n_ids = max(n_ids, int(tok["id"]) + 1)
+        t = dict(tok)
+        if t.get("content") in vocab:
+            t["id"] = vocab[t["content"]]
+        plan.added_tokens.append(t)
+        n_ids = max(n_ids, int(t["id"]) + 1)
     plan.n_ids = n_ids
     strings: list[str | None] = [None] * n_ids
     for tok, i in vocab.items():
@@ -251,7 +258,7 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
     # tokenizers gives an added token with normalized=true the *normalized* content as its string
     # (id_to_token, decode), while token_to_id still takes the original content.
     by_id: list[str | None] = list(strings)
-    for tok in data.get("added_tokens") or []:
+    for tok in plan.added_tokens:
         by_id[int(tok["id"])] = added_token_string(tok, plan.normalizers)
     plan.decode_bytes = [None if t is None else (_to_bytes(t) if _to_bytes(t) is not None else t.encode("utf-8", "surrogatepass"))
                          for t in by_id]
@@ -303,7 +310,7 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
     meta["format"] = 1
     for key in ("added_tokens", "normalizer", "post_processor", "decoder", "truncation", "padding"):
         meta[key] = data.get(key)
-    meta["added_tokens"] = meta["added_tokens"] or []
+    meta["added_tokens"] = plan.added_tokens
     meta["model_vocab_size"] = len(data["model"]["vocab"])
     meta["normalizers"] = plan.normalizers
     meta["normalizer_paths"] = plan.normalizer_paths

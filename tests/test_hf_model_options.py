@@ -207,3 +207,22 @@ def test_word_char_table_is_current():
         cwd=ROOT / "tools",
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_added_token_already_in_vocabulary_takes_the_model_id():
+    """tokenizers re-adds added tokens at load; content already in the model's vocabulary keeps the
+    model's id, whatever id the file gives it."""
+    data = _train()
+    word = next(t for t in data["model"]["vocab"] if len(t) > 3 and t.isalpha())
+    data["added_tokens"].append(
+        {"id": len(data["model"]["vocab"]) + 7, "content": word, "single_word": False, "lstrip": False,
+         "rstrip": False, "normalized": False, "special": False}
+    )
+    tokenizers = require_module("tokenizers")
+    from crayon_hf import Tokenizer
+
+    text = json.dumps(data)
+    ours, ref = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    check_texts(ours, ref, [f"a {word} b", word * 3, f"{word}{word} x"], "added token in vocab")
+    assert ours.get_vocab() == ref.get_vocab() and ours.get_vocab_size() == ref.get_vocab_size()
+    assert json.loads(ours.to_str())["added_tokens"] == json.loads(ref.to_str())["added_tokens"]
