@@ -43,3 +43,9 @@ def test_encode_corpus_to_numpy(tmp_path):
     lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
     expected = [i for line in lines for i in ref.encode_ordinary(line)]
     assert np.load(tmp_path / "o.npy").tolist() == expected
+
+
+def test_tokenizers_drop_in(tmp_path):
+    src = require_shared(VOCAB / "hf" / "llama3_1" / "tokenizer.json")
+    out = run_example("tokenizers_drop_in.py", str(src), cwd=tmp_path)
+    assert "backend: native" in out and "identical to tokenizers: True" in out

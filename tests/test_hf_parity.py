@@ -363,3 +363,13 @@ def test_fast_path_is_used_where_the_merge_list_allows():
     assert load_pair("qwen2_5")[0]._engine.has_fast_path
     assert not load_pair("llama3_1")[0]._engine.has_fast_path
     assert not load_pair("clip")[0]._engine.has_fast_path
+
+
+def test_pickle_is_a_reference_to_the_cartridge():
+    import pickle
+
+    ours, ref = load_pair("llama3_1")
+    blob = pickle.dumps(ours)
+    assert len(blob) < 2000  # the cartridge path and settings, not the vocabulary
+    again = pickle.loads(blob)
+    check_texts(again, ref, ["Pickled tokenizers map the same cartridge.", "<|begin_of_text|>x"], "unpickled")
