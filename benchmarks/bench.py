@@ -265,6 +265,24 @@ class _pinned:
             os.sched_setaffinity(0, self.saved)
 
 
+def _optional_hf_libraries(path: Path) -> dict:
+    """tokie and fastokens, when installed (clearly labelled optional competitors)."""
+    out = {}
+    try:
+        import tokie
+
+        out["tokie"] = tokie.Tokenizer.from_json(str(path))
+    except Exception:  # not installed, or cannot load this file
+        pass
+    try:
+        import fastokens
+
+        out["fastokens"] = fastokens.Tokenizer.from_file(str(path))
+    except Exception:
+        pass
+    return out
+
+
 def bench_hf(folder: str, corpora: list[str], reps: int, slice_bytes: int) -> dict:
     import tokenizers
 
@@ -273,48 +291,62 @@ def bench_hf(folder: str, corpora: list[str], reps: int, slice_bytes: int) -> di
     path = SHARED / "vocab" / "hf" / folder / "tokenizer.json"
     ref = tokenizers.Tokenizer.from_file(str(path))
     ours = Tokenizer.from_file(path)
-    result: dict = {"vocab": folder, "backend": ours.crayon_backend, "corpora": {}}
+    libs = {"tokenizers": ref, "crayon": ours, **_optional_hf_libraries(path)}
+    result: dict = {"vocab": folder, "backend": ours.crayon_backend, "libraries": list(libs), "corpora": {}}
     for corpus in corpora:
         docs = documents(SHARED / "corpora" / corpus, reps * slice_bytes)
         passes = split_passes(docs, reps)
         nbytes_pass = [sum(len(d.encode("utf-8")) for d in p) for p in passes]
-        speeds: dict[str, list[float]] = {"tokenizers": [], "crayon": []}
+        speeds: dict[str, list[float]] = {label: [] for label in libs}
         decode: dict[str, list[float]] = {"tokenizers": [], "crayon": []}
         with _pinned():
             for k, p in enumerate(passes):
-                for label, tok in [("tokenizers", ref), ("crayon", ours)]:
+                for label, tok in libs.items():
                     t = timed(lambda: [tok.encode(d).ids for d in p], 1)[0]
                     speeds[label].append(nbytes_pass[k] / t / 2**20)
-        # Parity after timing (so neither library saw the timed text before), then decode.
+        # Parity after timing (so no library saw the timed text before), then decode.
         expected = [[ref.encode(d) for d in p] for p in passes]
-        same = sum(
-            ours.encode(d).ids == e.ids and ours.encode(d).offsets == e.offsets
-            for p, es in zip(passes, expected) for d, e in zip(p, es)
-        )
         ids = [[e.ids for e in es] for es in expected]
+        parity = {}
+        for label, tok in libs.items():
+            if label == "tokenizers":
+                continue
+            same = 0
+            for p, es in zip(passes, expected):
+                for d, e in zip(p, es):
+                    got = tok.encode(d)
+                    same += got.ids == e.ids and (label != "crayon" or got.offsets == e.offsets)
+            parity[label] = same / sum(map(len, passes))
         with _pinned():
             for k in range(len(passes)):
-                for label, tok in [("tokenizers", ref), ("crayon", ours)]:
+                for label in ("tokenizers", "crayon"):
+                    tok = libs[label]
                     t = timed(lambda: [tok.decode(x) for x in ids[k]], 1)[0]
                     decode[label].append(nbytes_pass[k] / t / 2**20)
         ndocs = sum(map(len, passes))
         ntokens = sum(len(x) for group in ids for x in group)
-        row = {"bytes": sum(nbytes_pass), "docs": ndocs, "tokens": ntokens, "parity": same / ndocs}
-        for label in ("tokenizers", "crayon"):
+        row = {"bytes": sum(nbytes_pass), "docs": ndocs, "tokens": ntokens, "parity": parity["crayon"],
+               "parity_all": parity}
+        for label in libs:
             med = statistics.median(speeds[label])
             row[label] = {
                 "mib_s": med,
                 "mib_s_min": min(speeds[label]),
                 "mib_s_max": max(speeds[label]),
                 "tokens_s": med * 2**20 * ntokens / row["bytes"],
-                "decode_mib_s": statistics.median(decode[label]),
             }
+        for label in ("tokenizers", "crayon"):
+            row[label]["decode_mib_s"] = statistics.median(decode[label])
         row["ratio"] = row["crayon"]["mib_s"] / row["tokenizers"]["mib_s"]
+        others = [row[label]["mib_s"] for label in libs if label not in ("crayon", "tokenizers")]
+        row["ratio_vs_fastest_other"] = row["crayon"]["mib_s"] / max(others) if others else None
         row["decode_ratio"] = row["crayon"]["decode_mib_s"] / row["tokenizers"]["decode_mib_s"]
         result["corpora"][corpus] = row
+        extra = "  ".join(f"{label} {row[label]['mib_s']:.1f} ({100 * parity[label]:.0f}%)" for label in libs
+                          if label not in ("crayon", "tokenizers"))
         print(
             f"{folder:16s} {corpus:26s} parity {100 * row['parity']:5.1f}%  tokenizers {row['tokenizers']['mib_s']:6.1f}  "
-            f"crayon {row['crayon']['mib_s']:6.1f} MiB/s  x{row['ratio']:.1f}   decode x{row['decode_ratio']:.1f}",
+            f"crayon {row['crayon']['mib_s']:6.1f} MiB/s  x{row['ratio']:.1f}   decode x{row['decode_ratio']:.1f}  {extra}",
             flush=True,
         )
 
@@ -322,11 +354,11 @@ def bench_hf(folder: str, corpora: list[str], reps: int, slice_bytes: int) -> di
     nbytes = sum(len(d.encode("utf-8")) for d in batch)
     assert [e.ids for e in ours.encode_batch(batch)] == [e.ids for e in ref.encode_batch(batch)]
     result["batch"] = {"docs": len(batch), "bytes": nbytes}
-    batch_times: dict[str, list[float]] = {"tokenizers": [], "crayon": []}
+    batch_times: dict[str, list[float]] = {label: [] for label in libs}
     for _ in range(reps):
-        for label, tok in [("tokenizers", ref), ("crayon", ours)]:
+        for label, tok in libs.items():
             batch_times[label] += timed(lambda: [e.ids for e in tok.encode_batch(batch)], 1)
-    for label in ("tokenizers", "crayon"):
+    for label in libs:
         result["batch"][label] = nbytes / statistics.median(batch_times[label]) / 2**20
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -359,26 +391,32 @@ def write_hf_results(results: list[dict], info: dict) -> None:
         "alternating between libraries; `encode(doc).ids` for both; median MiB/s (min-max) over passes; parity = "
         "documents with identical ids and offsets.",
         "",
-        "| tokenizer.json | corpus | parity | tokenizers MiB/s | crayon MiB/s | encode ratio | decode ratio |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| tokenizer.json | corpus | parity | tokenizers MiB/s | crayon MiB/s | encode ratio | decode ratio | optional: tokie / fastokens MiB/s (parity) |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         for corpus, row in r["corpora"].items():
             t, c = row["tokenizers"], row["crayon"]
+            optional = " / ".join(
+                f"{row[lib]['mib_s']:.1f} ({100 * row['parity_all'][lib]:.0f}%)" if lib in row else "-"
+                for lib in ("tokie", "fastokens")
+            )
             lines.append(
                 f"| {r['vocab']} | {corpus.rsplit('.', 1)[0]} | {100 * row['parity']:.1f}% "
                 f"| {t['mib_s']:.1f} ({t['mib_s_min']:.1f}-{t['mib_s_max']:.1f}) "
-                f"| {c['mib_s']:.1f} ({c['mib_s_min']:.1f}-{c['mib_s_max']:.1f}) | **{row['ratio']:.1f}x** | {row['decode_ratio']:.1f}x |"
+                f"| {c['mib_s']:.1f} ({c['mib_s_min']:.1f}-{c['mib_s_max']:.1f}) | **{row['ratio']:.1f}x** | {row['decode_ratio']:.1f}x "
+                f"| {optional} |"
             )
     lines += [
         "",
-        "| tokenizer.json | backend | batch 10k short docs, 2 threads: tokenizers / crayon MiB/s | load in process: tokenizers / crayon ms | fresh process (import + load): tokenizers / crayon ms | cartridge MB |",
+        "| tokenizer.json | backend | batch 10k short docs, 2 threads: tokenizers / crayon MiB/s (tokie / fastokens) | load in process: tokenizers / crayon ms | fresh process (import + load): tokenizers / crayon ms | cartridge MB |",
         "|---|---|---|---|---|---:|",
     ]
     for r in results:
         b, ld = r["batch"], r["load"]
         lines.append(
-            f"| {r['vocab']} | {r['backend']} | {b['tokenizers']:.1f} / {b['crayon']:.1f} (x{b['crayon'] / b['tokenizers']:.1f}) "
+            f"| {r['vocab']} | {r['backend']} | {b['tokenizers']:.1f} / {b['crayon']:.1f} (x{b['crayon'] / b['tokenizers']:.1f})"
+            f" ({' / '.join(f'{b[x]:.1f}' if x in b else '-' for x in ('tokie', 'fastokens'))}) "
             f"| {ld['tokenizers_in_process_ms']:.1f} / {ld['crayon_in_process_ms']:.2f} "
             f"| {ld['tokenizers_fresh_process_ms']:.0f} / {ld['crayon_fresh_process_ms']:.0f} | {ld['cartridge_bytes'] / 1e6:.1f} |"
         )
@@ -536,6 +574,7 @@ def main() -> None:
         return
     if args.hf:
         os.environ.setdefault("RAYON_NUM_THREADS", "2")
+        os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")  # no second core inside one encode
         info = machine()
         results = [bench_hf(f, args.corpus or DEFAULT_CORPORA, args.reps, args.slice_bytes) for f in args.folder or HF_FOLDERS]
         write_hf_results(results, info)

@@ -101,6 +101,44 @@ const HfMergeEntry* HfBpeModel::find_merge(uint32_t left, uint32_t right) const 
 
 void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
   if (n == 0) return;
+  if (n > sizeof(WordCacheEntry::bytes)) {
+    encode_word_uncached(piece, n, out);
+    return;
+  }
+  thread_local std::vector<WordCacheEntry> tl_cache;
+  std::vector<WordCacheEntry>& cache = tl_cache;
+  if (cache.empty()) cache.resize(kWordCacheSize);
+  WordCacheEntry& e = cache[(word_hash(piece, n) ^ cache_owner_) & (kWordCacheSize - 1)];
+  if (e.owner == cache_owner_ && e.len == n && std::memcmp(e.bytes, piece, n) == 0) {
+    uint32_t start = 0;
+    for (uint8_t i = 0; i < e.n; ++i) {
+      out.push_back(HfToken{e.ids[i], start, e.ends[i]});
+      start = e.ends[i];
+    }
+    return;
+  }
+  const size_t first = out.size();
+  encode_word_uncached(piece, n, out);
+  // Cache results that fit and tile the piece (no dropped bytes).
+  const size_t count = out.size() - first;
+  if (count == 0 || count > 6) return;
+  uint32_t expect = 0;
+  for (size_t i = first; i < out.size(); ++i) {
+    if (out[i].start != expect) return;
+    expect = out[i].end;
+  }
+  if (expect != n) return;
+  e.owner = cache_owner_;
+  e.len = static_cast<uint8_t>(n);
+  e.n = static_cast<uint8_t>(count);
+  std::memcpy(e.bytes, piece, n);
+  for (size_t i = 0; i < count; ++i) {
+    e.ids[i] = out[first + i].id;
+    e.ends[i] = static_cast<uint8_t>(out[first + i].end);
+  }
+}
+
+void HfBpeModel::encode_word_uncached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
   // (With the fast path the tiktoken engine makes the whole-token check itself.)
   if (options_.ignore_merges || (plain_symbols_ && self_encodes_ != nullptr && fast_ == nullptr)) {
     const int32_t id = vocab_.find(piece, n);
@@ -125,41 +163,7 @@ void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken
     }
     return;
   }
-  if (n > sizeof(WordCacheEntry::bytes)) {
-    encode_word_merging(piece, n, out);
-    return;
-  }
-  thread_local std::vector<WordCacheEntry> tl_cache;
-  std::vector<WordCacheEntry>& cache = tl_cache;
-  if (cache.empty()) cache.resize(kWordCacheSize);
-  WordCacheEntry& e = cache[(word_hash(piece, n) ^ cache_owner_) & (kWordCacheSize - 1)];
-  if (e.owner == cache_owner_ && e.len == n && std::memcmp(e.bytes, piece, n) == 0) {
-    uint32_t start = 0;
-    for (uint8_t i = 0; i < e.n; ++i) {
-      out.push_back(HfToken{e.ids[i], start, e.ends[i]});
-      start = e.ends[i];
-    }
-    return;
-  }
-  const size_t first = out.size();
   encode_word_merging(piece, n, out);
-  // Cache results that fit and tile the piece (no dropped bytes).
-  const size_t count = out.size() - first;
-  if (count == 0 || count > 6) return;
-  uint32_t expect = 0;
-  for (size_t i = first; i < out.size(); ++i) {
-    if (out[i].start != expect) return;
-    expect = out[i].end;
-  }
-  if (expect != n) return;
-  e.owner = cache_owner_;
-  e.len = static_cast<uint8_t>(n);
-  e.n = static_cast<uint8_t>(count);
-  std::memcpy(e.bytes, piece, n);
-  for (size_t i = 0; i < count; ++i) {
-    e.ids[i] = out[first + i].id;
-    e.ends[i] = static_cast<uint8_t>(out[first + i].end);
-  }
 }
 
 namespace {
