@@ -1,6 +1,7 @@
 #include "added_tokens.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "utf8.h"
 #include "word_char_table.h"
@@ -22,6 +23,14 @@ AddedTokenSet::AddedTokenSet(std::vector<AddedToken> tokens) {
     first_bytes_[b >> 6] |= uint64_t{1} << (b & 63);
   }
   if (!keys.empty()) trie_ = build_double_array(keys);
+  int distinct = 0;
+  for (int b = 0; b < 256; ++b) {
+    if ((first_bytes_[b >> 6] >> (b & 63)) & 1) {
+      ++distinct;
+      single_first_byte_ = b;
+    }
+  }
+  if (distinct != 1) single_first_byte_ = -1;
 }
 
 namespace {
@@ -90,7 +99,17 @@ void AddedTokenSet::split(std::string_view sentence, bool encode_special_tokens,
     size_t at = pos, len = 0;
     int32_t index = -1;
     for (; at < n; ++at) {
-      if (!((first_bytes_[s[at] >> 6] >> (s[at] & 63)) & 1)) continue;
+      if (single_first_byte_ >= 0) {
+        // Every token starts with the same byte (true of most vocabularies: '<'): memchr to it.
+        const void* hit = std::memchr(s + at, single_first_byte_, n - at);
+        if (hit == nullptr) {
+          at = n;
+          break;
+        }
+        at = static_cast<size_t>(static_cast<const uint8_t*>(hit) - s);
+      } else if (!((first_bytes_[s[at] >> 6] >> (s[at] & 63)) & 1)) {
+        continue;
+      }
       len = trie.longest_prefix(s + at, n - at, &index);
       if (len > 0) break;
     }

@@ -67,6 +67,7 @@ class AddedTokenSet {
   std::vector<AddedToken> tokens_;
   DoubleArrayData trie_;
   uint64_t first_bytes_[4] = {0, 0, 0, 0};
+  int single_first_byte_ = -1;  // the only first byte of all tokens, or -1
 };
 
 }  // namespace crayon

@@ -101,7 +101,9 @@ const HfMergeEntry* HfBpeModel::find_merge(uint32_t left, uint32_t right) const 
 
 void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
   if (n == 0) return;
-  if (n > sizeof(WordCacheEntry::bytes)) {
+  // The backtracking encoder is faster than a cache probe (measured); the cache serves the merge
+  // loop and the whole-token lookups in front of it.
+  if (n > sizeof(WordCacheEntry::bytes) || fast_ != nullptr) {
     encode_word_uncached(piece, n, out);
     return;
   }

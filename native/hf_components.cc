@@ -104,6 +104,12 @@ class RegexSplitter final : public PieceSplitter {
       : re_(std::move(re)), behavior_(behavior), invert_(invert) {
     scanner_isolated_ = behavior_ == SplitBehavior::kIsolated && !invert_ && re_->scanner() != Regex::Scanner::kNone;
   }
+  bool streams() const override { return scanner_isolated_; }
+  size_t piece_end(std::string_view text, size_t pos) const override {
+    size_t start = 0, end = 0;
+    return re_->search(text, pos, start, end) && start == pos ? end : text.size();
+  }
+
   void split(std::string_view text, ByteRanges& pieces) const override {
     if (scanner_isolated_) {
       // A hand-written scanner matches a non-empty piece at every position, so "isolated" pieces

@@ -284,6 +284,13 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
     }
   }
   if (!found) throw std::invalid_argument("the pipeline has no ByteLevel pre-tokenizer");
+  const auto& steps = pipeline_.pre_tokenizers;
+  if (steps.size() == 1 && steps[0].splitter && steps[0].splitter->streams() && !steps[0].add_prefix_space) {
+    streaming_ = steps[0].splitter.get();
+  } else if (steps.size() == 2 && steps[0].kind == PreTokenizerStep::Kind::kSplit && steps[0].splitter->streams() &&
+             !steps[1].splitter && !steps[1].add_prefix_space) {
+    streaming_ = steps[0].splitter.get();
+  }
   // Added-token ids are only copied to the output (tokens added after load lie past n_ids).
   added_raw_ = AddedTokenSet(pipeline_.added_raw);
   added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
@@ -322,6 +329,52 @@ void HfEngine::encode(std::string_view text, bool encode_special_tokens, RawEnco
   }
 }
 
+// The common case in one pass: the original text, pieces from a scanner, the model, offsets from
+// character boundaries. Same output as the general path (tests compare every folder).
+void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
+  thread_local std::vector<HfToken> tl_tokens;
+  std::vector<HfToken>& tokens = tl_tokens;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  const size_t n = text.size();
+  auto char_start = [&](size_t k) {
+    while (k > 0 && is_continuation(bytes[k])) --k;
+    return static_cast<uint32_t>(base + k);
+  };
+  auto char_end = [&](size_t k) {  // end of the character holding byte k
+    ++k;
+    while (k < n && is_continuation(bytes[k])) ++k;
+    return static_cast<uint32_t>(base + k);
+  };
+  const size_t expect = out.ids.size() + n / 3 + 16;  // ~4 bytes per token on most text
+  out.ids.reserve(expect);
+  out.starts.reserve(expect);
+  out.ends.reserve(expect);
+  out.words.reserve(expect);
+  for (size_t pos = 0; pos < n;) {
+    size_t end = streaming_->piece_end(text, pos);
+    if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway
+    tokens.clear();
+    model_.encode_word(bytes + pos, end - pos, tokens);
+    if (tokens.size() == 1 && tokens[0].start == 0 && tokens[0].end == end - pos) {
+      // One token for the whole piece (pieces start and end on character boundaries).
+      out.ids.push_back(tokens[0].id);
+      out.starts.push_back(static_cast<uint32_t>(base + pos));
+      out.ends.push_back(static_cast<uint32_t>(base + end));
+      out.words.push_back(word++);
+      pos = end;
+      continue;
+    }
+    for (const HfToken& t : tokens) {
+      out.ids.push_back(t.id);
+      out.starts.push_back(char_start(pos + t.start));
+      out.ends.push_back(char_end(pos + t.end - 1));
+      out.words.push_back(word);
+    }
+    ++word;
+    pos = end;
+  }
+}
+
 void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool encode_special_tokens,
                                  RawEncoding& out, uint32_t& word) const {
   // Normalize; the alignment stays implicit while the text is unchanged.
@@ -343,6 +396,10 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
       text = normalized;
       explicit_align = true;
     }
+  }
+  if (!explicit_align && streaming_ != nullptr && added_normalized_.empty()) {
+    encode_streaming(text, base, out, word);
+    return;
   }
   const Alignment where = explicit_align ? Alignment(text, &align) : Alignment(text, base);
 

@@ -57,6 +57,10 @@ class PieceSplitter {
  public:
   virtual ~PieceSplitter() = default;
   virtual void split(std::string_view text, ByteRanges& pieces) const = 0;
+  // Splitters whose pieces tile the text (a hand-written scanner) can also hand them out one at a
+  // time: then streams() is true and piece_end(text, pos) is the end of the piece at pos.
+  virtual bool streams() const { return false; }
+  virtual size_t piece_end(std::string_view text, size_t pos) const { return text.size(); }
 };
 
 struct PreTokenizerStep {
@@ -135,6 +139,7 @@ class HfEngine {
  private:
   void encode_text_split(std::string_view text, uint32_t base, bool encode_special_tokens,
                          RawEncoding& out, uint32_t& word) const;
+  void encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
   HfPipeline pipeline_;
@@ -142,6 +147,9 @@ class HfEngine {
   AddedTokenSet added_raw_;
   AddedTokenSet added_normalized_;
   size_t byte_level_step_ = 0;  // index of the kByteLevel step
+  // The one splitter of a pipeline that is just "scanner, then bytes" (no prefix space, no other
+  // step): then text splits without a normalizer change stream straight into the model.
+  const PieceSplitter* streaming_ = nullptr;
   std::shared_ptr<const TiktokenEngine> fast_;  // set when the merge list is tiktoken-equivalent
   const uint32_t* decode_offsets_ = nullptr;  // n_ids + 1 entries into decode_bytes_
   const uint8_t* decode_bytes_ = nullptr;
