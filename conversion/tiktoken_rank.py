@@ -44,6 +44,20 @@ def resolve_pattern(pattern: str) -> str:
     return PATTERN_NAMES.get(pattern, pattern)
 
 
+def split_mode(pat_str: str) -> tuple[str, str | None]:
+    """How the native engine splits text with ``pat_str``: a hand-written scanner's name, ``"regex"``
+    (the general engine in tiktoken's fancy-regex dialect), or ``"none"`` with the reason it refused
+    (the encoding then runs on the real tiktoken)."""
+    scanner = native_pattern(pat_str)
+    if scanner is not None:
+        return scanner, None
+    try:
+        why = native.tiktoken_regex_refusal(pat_str)
+    except UnicodeEncodeError:
+        why = "the pattern is not valid UTF-8"
+    return ("regex", None) if not why else ("none", why)
+
+
 def meta_json(
     *,
     name: str,
@@ -51,16 +65,19 @@ def meta_json(
     explicit_n_vocab: int | None,
     source: Mapping[str, object] | None,
 ) -> str:
+    mode, why = split_mode(pat_str)
     meta = {
         "format": FORMAT_NAME,
         "name": name,
         "pat_str": pat_str,
-        "pattern": native_pattern(pat_str),
+        "pattern": None if mode == "none" else mode,
         "explicit_n_vocab": explicit_n_vocab,
         "source": dict(source or {"type": "mergeable_ranks"}),
         "unicode_version": "16.0.0",
         "created_by": f"crayon-hf {__version__}",
     }
+    if why:
+        meta["native_refusal"] = why
     return json.dumps(meta, ensure_ascii=False, sort_keys=True)
 
 
@@ -74,12 +91,13 @@ def build_tiktoken_cartridge(
     source: Mapping[str, object] | None = None,
 ) -> bytes:
     """Compiles an encoding definition into a cartridge image (bytes)."""
-    pattern = native_pattern(pat_str) or "none"
+    pattern, _ = split_mode(pat_str)
     return native.build_tiktoken_cartridge(
         dict(mergeable_ranks),
         dict(special_tokens),
         pattern,
         meta_json(name=name, pat_str=pat_str, explicit_n_vocab=explicit_n_vocab, source=source),
+        pat_str=pat_str if pattern == "regex" else "",
     )
 
 
@@ -114,10 +132,11 @@ def convert_rank_file(
         special_tokens = dict(matching[0].special_tokens) if matching else {}
     if name is None:
         name = known[0].name if known else os.path.splitext(os.path.basename(os.fspath(path)))[0]
-    if native_pattern(pat_str) is None:
+    mode, why = split_mode(pat_str)
+    if mode == "none":
         warnings.warn(
-            "crayon-hf: this split pattern has no native scanner yet; the cartridge will encode "
-            "through the real tiktoken (crayon_backend says so)",
+            f"crayon-hf: this split pattern has no native scanner and the native regex engine refuses "
+            f"it ({why}); the cartridge will encode through the real tiktoken (crayon_backend says so)",
             stacklevel=2,
         )
     ranks = parse_rank_file(data, os.fspath(path))

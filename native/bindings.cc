@@ -497,9 +497,17 @@ PYBIND11_MODULE(_crayon, m) {
     return out;
   }, py::arg("pattern"), py::arg("text"), "Pre-token byte ranges of text under a native split pattern.");
 
-  m.def("build_tiktoken_cartridge", [](const py::dict& mergeable, const py::dict& specials, const std::string& pattern, const std::string& meta_json) {
+  m.def("tiktoken_regex_refusal", [](const py::str& pat_str) {
+    return tiktoken_regex_refusal(utf8_view(pat_str));
+  }, py::arg("pat_str"), "Why pat_str cannot split natively (fancy-regex dialect), or '' when it can.");
+
+  m.def("build_tiktoken_cartridge", [](const py::dict& mergeable, const py::dict& specials, const std::string& pattern, const std::string& meta_json, const py::str& pat_str) {
     TiktokenSource src;
-    src.pattern = pattern_from_name(pattern);
+    if (pattern == "regex") {
+      src.regex = std::string(utf8_view(pat_str));  // split by the fancy-regex VM
+    } else {
+      src.pattern = pattern_from_name(pattern);
+    }
     src.meta_json = meta_json;
     src.mergeable.reserve(mergeable.size());
     for (auto item : mergeable) {
@@ -527,7 +535,7 @@ PYBIND11_MODULE(_crayon, m) {
       }
     }
     return py::bytes(image);
-  }, py::arg("mergeable_ranks"), py::arg("special_tokens"), py::arg("pattern"), py::arg("meta_json"));
+  }, py::arg("mergeable_ranks"), py::arg("special_tokens"), py::arg("pattern"), py::arg("meta_json"), py::arg("pat_str") = "");
 
   m.def("cartridge_info", [](const std::string& path, bool verify) {
     std::shared_ptr<Cartridge> c;
@@ -559,7 +567,7 @@ PYBIND11_MODULE(_crayon, m) {
         return std::make_unique<PyEngine>(std::make_shared<const Engine>(Cartridge::from_bytes(std::move(copy), label)));
       })
       .def_property_readonly("n_ids", [](const PyEngine& pe) { return pe->n_ids(); })
-      .def_property_readonly("pattern", [](const PyEngine& pe) { return pattern_name(pe->pattern()); })
+      .def_property_readonly("pattern", [](const PyEngine& pe) { return pe->uses_regex() ? "regex" : pattern_name(pe->pattern()); })
       .def_property_readonly("meta_json", [](const PyEngine& pe) { std::string_view v = pe->meta_json(); return py::str(v.data(), v.size()); })
       .def_property_readonly("file_size", [](const PyEngine& pe) { return pe->cartridge().size(); })
       .def("info", [](const PyEngine& pe) { return cartridge_info(pe->cartridge()); })

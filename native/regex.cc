@@ -34,6 +34,19 @@
 //   (?i) folds literals and bracket classes (closure over simple case folding orbits, then
 //   negation) but not \p{..}/\w/\s escapes outside brackets; lookbehind may have variable but
 //   bounded length.
+//
+// fancy-regex dialect (RegexDialect::kFancyRegex, tiktoken 0.14 = fancy-regex 0.19 over regex 1.x),
+// each probed against tiktoken (tests/test_tiktoken_regex_dialect.py). fancy-regex parses the
+// pattern itself; a pattern without lookaround/atomic/possessive parts runs on Rust's regex crate
+// (leftmost-first, which equals a backtracker's first match as long as no loop body can match
+// empty), otherwise on fancy-regex's backtracking VM, which delegates only sub-expressions whose
+// span cannot change under backtracking. So the same VM serves, with a different parser:
+//   `^` `\A` start of text, `$` `\z` end of text (no multi-line); `X{n,m}+ X?+ X*+ X++` possessive,
+//   `X{n}?` lazy, a second quantifier is an error; `{,m}` is {0,m}; `\w` = Alphabetic|M|Nd|Pc|
+//   Join_Control (Oniguruma's bracketed [\w] plus U+200C/U+200D), `\b` on that set; `\s` `\d` and
+//   \p{gc} as in Oniguruma (probed equal over every code point); `(?i)` = simple case folding of
+//   literals and bracket classes, no multi-character folds; `\xHH` is U+00HH.
+//   Refused: anything below whose meaning differs or was not probed (docs/regex.md "Dialects").
 #include "regex.h"
 
 #include <algorithm>
@@ -205,7 +218,12 @@ void finalize_class(const Classes& cs, CharClass& c) {
 // ------------------------------------------------------------------------------------------------
 // AST.
 
-enum class Assert : uint8_t { kBol, kEol, kBot, kEot, kEotNl, kWordB, kNotWordB };
+enum class Assert : uint8_t { kBol, kEol, kBot, kEot, kEotNl, kWordB, kNotWordB, kRustWordB, kRustNotWordB };
+
+// Rust's Unicode \w (regex crate): Oniguruma's bracketed [\w] plus the two Join_Control characters.
+inline bool is_rust_word(uint32_t cp) {
+  return cp == 0x200C || cp == 0x200D || (props_of(cp) & rt::kWordInClass) != 0;
+}
 
 struct Node {
   enum Kind : uint8_t { kEmpty, kChar, kClass, kConcat, kAlt, kRepeat, kAtomic, kLook, kAssert };
@@ -229,8 +247,8 @@ struct Flags {
 
 class Parser {
  public:
-  Parser(std::string_view p, std::vector<Node>& nodes, Classes& classes)
-      : p_(p), nodes_(nodes), classes_(classes) {}
+  Parser(std::string_view p, RegexDialect dialect, std::vector<Node>& nodes, Classes& classes)
+      : p_(p), fancy_(dialect == RegexDialect::kFancyRegex), nodes_(nodes), classes_(classes) {}
 
   int parse() {
     const int root = parse_alt(Flags{}, 0);
@@ -244,7 +262,8 @@ class Parser {
     throw RegexError("regex: " + what + " at byte " + std::to_string(at) + " of pattern");
   }
   [[noreturn]] void unsupported(const std::string& what, size_t at) const {
-    fail_at("unsupported construct " + what + " (crayon's engine refuses it; use tokenizers)", at);
+    fail_at("unsupported construct " + what + (fancy_ ? " (crayon's engine refuses it in the fancy-regex dialect; use tiktoken)"
+                                                       : " (crayon's engine refuses it; use tokenizers)"), at);
   }
 
   bool eof() const { return i_ >= p_.size(); }
@@ -270,11 +289,12 @@ class Parser {
 
   int literal(uint32_t cp, const Flags& f, size_t at) {
     if (f.icase) {
-      if (has_multi_fold(cp)) unsupported("case-insensitive character with a multi-character folding", at);
+      // Rust's regex folds by simple case folding only, so multi-character folds do not matter.
+      if (!fancy_ && has_multi_fold(cp)) unsupported("case-insensitive character with a multi-character folding", at);
       std::vector<uint32_t> orbit;
       fold_orbit(cp, orbit);
       for (uint32_t m : orbit) {
-        if (has_multi_fold(m)) unsupported("case-insensitive character with a multi-character folding", at);
+        if (!fancy_ && has_multi_fold(m)) unsupported("case-insensitive character with a multi-character folding", at);
       }
       if (orbit.size() > 1) {
         CharClass c;
@@ -324,6 +344,9 @@ class Parser {
         Flags nf = f;
         size_t j = i_ + 2;
         if (parse_option_letters(j, nf) && j < p_.size() && p_[j] == ')') {
+          // fancy-regex keeps a bare flag group's flags past the enclosing group and does not
+          // swallow the alternatives; both readings agree only at the very start of the pattern.
+          if (fancy_ && i_ != 0) unsupported("flag group (?flags) not at the start of the pattern", i_);
           i_ = j + 1;
           items.push_back(parse_alt(nf, depth + 1));
           break;
@@ -334,7 +357,7 @@ class Parser {
       atom = parse_quantifiers(atom);
       items.push_back(atom);
     }
-    if (f.icase) check_multi_fold_pairs(items);
+    if (f.icase && !fancy_) check_multi_fold_pairs(items);
     if (items.empty()) return add(Node{});
     if (items.size() == 1) return items[0];
     Node n;
@@ -350,6 +373,10 @@ class Parser {
       const char c = p_[j];
       if (c == 'i') {
         f.icase = on;
+      } else if (c == 'P' && fancy_) {
+        break;  // (?P<name>...) or (?P=name): not an option group, parse_group decides
+      } else if (c == 'm' && fancy_) {
+        unsupported("group option (?m) (multi-line in fancy-regex)", j);
       } else if (c == 'm') {
         f.dotall = on;  // Ruby's (?m) is "dot matches newline"
       } else if (c == '-' && on) {
@@ -363,6 +390,7 @@ class Parser {
       any = true;
       ++j;
     }
+    if (fancy_ && any && !on && p_[j - 1] == '-') unsupported("group option (?-) without a flag", j);
     return any;
   }
 
@@ -457,14 +485,49 @@ class Parser {
     ++j;
     const bool has_hi = number(hi);
     if (j >= p_.size() || p_[j] != '}') return false;
-    if (!has_lo && !has_hi) return false;
+    if (!has_lo && !has_hi) {
+      if (fancy_) unsupported("interval {,} (fancy-regex reads it as {0,})", i_);
+      return false;
+    }
     if (has_hi && has_lo && hi < lo) unsupported("interval {n,m} with n > m", i_);
     i_ = j + 1;
     q = {has_lo ? lo : 0, has_hi ? hi : -1, true, false};
     return true;
   }
 
+  // fancy-regex: one quantifier, then an optional `?` (lazy) and an optional `+` (possessive, for
+  // intervals too); another quantifier right after it is an error there.
+  int parse_quantifier_fancy(int atom) {
+    const size_t qat = i_;
+    Quant q;
+    if (!read_quant(q)) return atom;
+    const Node::Kind k = nodes_[atom].kind;
+    if (k == Node::kAssert || k == Node::kLook) unsupported("quantified assertion", qat);
+    Node n;
+    n.kind = Node::kRepeat;
+    n.min = q.min;
+    n.max = q.max;
+    n.kids = {atom};
+    if (peek() == '?') {
+      ++i_;
+      n.greedy = false;
+    }
+    if (peek() == '+') {
+      if (!n.greedy) unsupported("lazy possessive quantifier", i_);
+      ++i_;
+      n.possessive = true;
+    }
+    const size_t next = i_;
+    Quant again;
+    if (peek() == '?' || peek() == '*' || peek() == '+' || (peek() == '{' && read_quant(again))) {
+      unsupported("quantifier after a quantifier", next);
+    }
+    i_ = next;
+    return add(std::move(n));
+  }
+
   int parse_quantifiers(int atom) {
+    if (fancy_) return parse_quantifier_fancy(atom);
     bool stackable = true;  // a quantifier may follow: only after an interval (probed as nesting)
     for (;;) {
       const size_t qat = i_;
@@ -519,8 +582,8 @@ class Parser {
         }
         return class_node(std::move(cc));
       }
-      case '^': ++i_; return assert_node(Assert::kBol);
-      case '$': ++i_; return assert_node(Assert::kEol);
+      case '^': ++i_; return assert_node(fancy_ ? Assert::kBot : Assert::kBol);
+      case '$': ++i_; return assert_node(fancy_ ? Assert::kEot : Assert::kEol);
       case '\\': return parse_escape(f);
       case '*': case '+': case '?':
         fail("target of repeat operator is not specified");
@@ -564,6 +627,7 @@ class Parser {
       return body;
     }
     if (c == '#') {
+      if (fancy_) unsupported("comment group (?#...)", at);
       while (!eof() && peek() != ')') ++i_;
       if (eof()) fail_at("end pattern in group", at);
       ++i_;
@@ -596,6 +660,7 @@ class Parser {
         ++i_;
       }
       if (eof() || i_ == s) unsupported("group name", s);
+      if (fancy_ && p_[s] >= '0' && p_[s] <= '9') unsupported("group name starting with a digit", s);
       ++i_;
       const int body = parse_alt(f, depth + 1);
       expect_close(at);
@@ -646,6 +711,7 @@ class Parser {
         cp = 0x08;
         break;
       case '0': {
+        if (fancy_) unsupported("escape \\0 (a backreference in fancy-regex)", at);
         ++i_;
         uint32_t v = 0;
         for (int k = 0; k < 2 && peek() >= '0' && peek() <= '7'; ++k) v = v * 8 + (peek() - '0'), ++i_;
@@ -673,6 +739,11 @@ class Parser {
         int digits = 0;
         while (digits < 2 && hex(peek()) >= 0) v = v * 16 + hex(peek()), ++i_, ++digits;
         if (digits == 0) unsupported("\\x without hex digits", at);
+        if (fancy_) {
+          if (digits != 2) unsupported("\\x with one hex digit", at);
+          cp = v;  // U+00HH
+          return true;
+        }
         if (v >= 0x80) unsupported("\\xHH above 7F (a raw byte in Oniguruma)", at);
         cp = v;
         return true;
@@ -703,6 +774,19 @@ class Parser {
     const size_t at = i_ - 1;
     const char c = peek();
     negated_single = false;
+    if (fancy_) {
+      switch (c) {
+        case 'w': case 'W':
+          ++i_;
+          into.items.push_back({ClassItem::kSub, c == 'W', rust_word_class()});
+          return true;
+        case 'h': case 'H': unsupported(std::string("escape \\") + c, at);
+        case 'p': case 'P':
+          if (peek(1) == '{' && peek(2) == '^') unsupported("\\p{^...}", at);
+          break;
+        default: break;
+      }
+    }
     switch (c) {
       case 'd': case 'D':
         ++i_;
@@ -745,6 +829,8 @@ class Parser {
         ++i_;
         ClassItem item{};
         if (!property(name, item)) unsupported("property \\p{" + name + "}", at);
+        // fancy-regex: only general categories were probed (Rust resolves other names differently).
+        if (fancy_ && item.kind != ClassItem::kCategories) unsupported("property \\p{" + name + "}", at);
         if (item.kind == ClassItem::kFlag && item.value == rt::kWord) item.value = word;
         item.negate = neg;
         into.items.push_back(item);
@@ -819,6 +905,9 @@ class Parser {
     bool neg_single = false;
     if (class_escape(cc, neg_single, /*in_class=*/false)) {
       // A lone class escape: (?i) does not fold it (probed: (?i)\p{Lu} does not match "a").
+      // Rust's regex does not fold \d \s \w either (closed under simple folding), but folds
+      // \p{..} before negating it: not implemented, refused.
+      if (fancy_ && f.icase && (c == 'p' || c == 'P')) unsupported("\\p{..} under (?i)", at);
       return class_node(std::move(cc));
     }
     uint32_t cp;
@@ -826,11 +915,15 @@ class Parser {
     switch (c) {
       case 'A': ++i_; return assert_node(Assert::kBot);
       case 'z': ++i_; return assert_node(Assert::kEot);
-      case 'Z': ++i_; return assert_node(Assert::kEotNl);
-      case 'b': ++i_; return assert_node(Assert::kWordB);
-      case 'B': ++i_; return assert_node(Assert::kNotWordB);
+      case 'Z':
+        if (fancy_) unsupported("escape \\Z", at);
+        ++i_;
+        return assert_node(Assert::kEotNl);
+      case 'b': ++i_; return assert_node(fancy_ ? Assert::kRustWordB : Assert::kWordB);
+      case 'B': ++i_; return assert_node(fancy_ ? Assert::kRustNotWordB : Assert::kNotWordB);
       default: break;
     }
+    if (fancy_ && (c == '<' || c == '>')) unsupported(std::string("escape \\") + c + " (a word boundary in fancy-regex)", at);
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
       unsupported(std::string("escape \\") + c, at);
     }
@@ -863,6 +956,8 @@ class Parser {
         ++i_;
         break;
       }
+      if (fancy_ && (c == '-' || c == '~') && peek(1) == c) unsupported("class set operator", at);
+      if (fancy_ && c == '-' && !first && peek(1) != ']') unsupported("'-' after a range or class in a class", at);
       first = false;
       if (c == '[') {
         if (peek(1) == ':') unsupported("POSIX bracket [:...:]", at);
@@ -881,7 +976,11 @@ class Parser {
         if (eof()) fail_at("end pattern at escape", at);
         bool neg_single = false;
         flush();
+        const char e0 = peek();
         if (class_escape(cc, neg_single, /*in_class=*/true)) {
+          // Rust folds (then negates) each \p{..} item of a (?i) class: refused. The bracket as a
+          // whole is folded like Oniguruma's (icase below), which covers \d \s \w members.
+          if (fancy_ && f.icase && (e0 == 'p' || e0 == 'P')) unsupported("\\p{..} under (?i)", at);
           if (peek() == '-' && peek(1) != ']') unsupported("range from a class escape", at);
           continue;
         }
@@ -897,7 +996,8 @@ class Parser {
         cp = next_cp();
       }
       (void)is_cp;
-      // Range?
+      // Range? (In Rust's class syntax "--" is set difference, also right after a character.)
+      if (fancy_ && peek() == '-' && peek(1) == '-') unsupported("class set operator --", i_);
       if (peek() == '-' && peek(1) != ']' && peek(1) != '\0') {
         const size_t dash = i_;
         ++i_;
@@ -926,7 +1026,9 @@ class Parser {
       prev = cp;
     }
     flush();
-    if (f.icase) {
+    if (f.icase && fancy_) {
+      cc.icase = true;  // simple folding, then negation (regex-syntax's unicode_fold_and_negate)
+    } else if (f.icase) {
       cc.icase = true;
       // Oniguruma lets a folded class match several characters (ß as "ss"); refuse classes that
       // contain such a character.
@@ -940,10 +1042,25 @@ class Parser {
     return cc;
   }
 
+  // Rust's \w as a class (built once per pattern).
+  uint32_t rust_word_class() {
+    if (rust_word_ < 0) {
+      CharClass w;
+      w.ranges.push_back({0x200C, 0x200D});
+      w.items.push_back({ClassItem::kFlag, false, rt::kWordInClass});
+      classes_.push_back(std::move(w));
+      finalize_class(classes_, classes_.back());
+      rust_word_ = static_cast<int>(classes_.size()) - 1;
+    }
+    return static_cast<uint32_t>(rust_word_);
+  }
+
   std::string_view p_;
+  bool fancy_;
   size_t i_ = 0;
   std::vector<Node>& nodes_;
   Classes& classes_;
+  int rust_word_ = -1;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -1422,6 +1539,25 @@ class Compiler {
 
 namespace {
 
+// fancy-regex constructs whose meaning differs from a backtracker's, refused on the parsed AST:
+// a loop whose body can match empty (Rust's regex and fancy-regex's VM treat empty iterations
+// differently from Oniguruma and from each other), and variable-length lookbehind (fancy-regex
+// runs it as a reverse DFA search; only constant-length lookbehind was probed).
+void check_fancy(const std::vector<Node>& nodes, const Classes& classes) {
+  Analysis an{nodes, classes};
+  for (size_t id = 0; id < nodes.size(); ++id) {
+    const Node& n = nodes[id];
+    if (n.kind == Node::kRepeat && an.nullable(n.kids[0])) {
+      throw RegexError("regex: unsupported construct repeat of a body that can match empty (crayon's engine refuses it in the fancy-regex dialect; use tiktoken)");
+    }
+    if (n.kind == Node::kLook && n.behind) {
+      long lo, hi;
+      an.length(n.kids[0], lo, hi);
+      if (lo != hi) throw RegexError("regex: unsupported construct variable-length lookbehind (crayon's engine refuses it in the fancy-regex dialect; use tiktoken)");
+    }
+  }
+}
+
 // Rewrites X?+ X*+ X++ whose X is not a single character into (?>X?) etc. in the AST, so that the
 // compiler never needs nodes it did not receive.
 void prepare_possessive(std::vector<Node>& nodes) {
@@ -1584,6 +1720,14 @@ class Machine {
     const size_t p = prev_boundary(s_, n_, 0, pos);
     return is_word_at(p);
   }
+  bool is_rust_word_at(size_t pos) const {
+    if (pos >= n_) return false;
+    const utf8::Decoded d = decode_at(s_, n_, pos);
+    return d.cp != utf8::kInvalid && is_rust_word(d.cp);
+  }
+  bool is_rust_word_before(size_t pos) const {
+    return pos > 0 && is_rust_word_at(prev_boundary(s_, n_, 0, pos));
+  }
 
   bool check_assert(Assert a, size_t pos) const {
     switch (a) {
@@ -1594,6 +1738,8 @@ class Machine {
       case Assert::kEotNl: return pos == n_ || (pos + 1 == n_ && s_[pos] == '\n');
       case Assert::kWordB: return is_word_before(pos) != is_word_at(pos);
       case Assert::kNotWordB: return is_word_before(pos) == is_word_at(pos);
+      case Assert::kRustWordB: return is_rust_word_before(pos) != is_rust_word_at(pos);
+      case Assert::kRustNotWordB: return is_rust_word_before(pos) == is_rust_word_at(pos);
     }
     return false;
   }
@@ -1820,13 +1966,14 @@ constexpr std::string_view kQwen2Pattern =
 
 }  // namespace
 
-Regex::Regex(std::string_view pattern) : pattern_(pattern) {
+Regex::Regex(std::string_view pattern, RegexDialect dialect) : pattern_(pattern), dialect_(dialect) {
   if (pattern.size() > kMaxPatternBytes) throw RegexError("regex: pattern longer than 64 KiB");
   auto prog = std::make_unique<Program>();
   std::vector<Node> nodes;
   nodes.reserve(64);
-  Parser parser(pattern, nodes, prog->classes);
+  Parser parser(pattern, dialect, nodes, prog->classes);
   const int root = parser.parse();
+  if (dialect == RegexDialect::kFancyRegex) check_fancy(nodes, prog->classes);
   prepare_possessive(nodes);
   Analysis an{nodes, prog->classes};
   prog->nullable = an.nullable(root);
@@ -1838,6 +1985,7 @@ Regex::Regex(std::string_view pattern) : pattern_(pattern) {
   }
   Compiler(nodes, *prog).compile(root);
   prog_ = std::move(prog);
+  if (dialect != RegexDialect::kOniguruma) return;  // the scanners reproduce Oniguruma
   if (pattern == kGpt2Pattern) scanner_ = Scanner::kGpt2;
   if (pattern == kLlama3Pattern) scanner_ = Scanner::kLlama3;
   if (pattern == kQwen2Pattern) scanner_ = Scanner::kQwen2;

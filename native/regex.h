@@ -1,5 +1,6 @@
 // A regex engine with Oniguruma's semantics (Ruby syntax, UTF-8), for the `Split` patterns of
-// tokenizer.json and the ByteLevel pre-tokenizer, which `tokenizers` runs with Oniguruma.
+// tokenizer.json and the ByteLevel pre-tokenizer, which `tokenizers` runs with Oniguruma; and, as a
+// second dialect, fancy-regex's (tiktoken runs `pat_str` with fancy-regex over Rust's `regex`).
 //
 //   pattern --parse--> AST --compile--> Program (instructions + character classes)
 //   text, from --search--> leftmost match [start, end) at or after `from`, like onig_search
@@ -20,6 +21,11 @@
 // operator, unknown properties, case-insensitive multi-character folds, ...) throws RegexError
 // naming the construct and its byte offset: the caller then falls back to `tokenizers`, so refusing
 // is always safe, while a silent mismatch never is. See docs/regex.md for the dialect notes.
+//
+// RegexDialect::kFancyRegex reads the same syntax the way fancy-regex 0.19 (tiktoken 0.14) does:
+// `^`/`$` are start/end of text, `X{n,m}+` is possessive, `\w`/`\b` use Rust's Unicode word set,
+// `(?i)` is simple case folding only. It accepts a narrower set (see docs/regex.md "Dialects"):
+// whatever has not been probed against tiktoken throws RegexError.
 //
 // Bounds: pattern <= 64 KiB, program <= 200k instructions, repeat counts <= 100000, group nesting
 // <= kMaxNesting. Invalid UTF-8 in the text never reads out of range: a byte that does not start a
@@ -43,12 +49,18 @@ class RegexError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Which reference library's reading of a pattern the engine reproduces.
+enum class RegexDialect : uint8_t {
+  kOniguruma,   // tokenizers (tokenizer.json Split, Replace, ByteLevel)
+  kFancyRegex,  // tiktoken (pat_str): fancy-regex 0.19 on Rust's regex crate
+};
+
 class Regex {
  public:
   static constexpr int kMaxNesting = 64;
 
-  // Oniguruma/Ruby syntax, UTF-8. Throws RegexError for invalid or unsupported patterns.
-  explicit Regex(std::string_view pattern);
+  // UTF-8 pattern in the given dialect. Throws RegexError for invalid or unsupported patterns.
+  explicit Regex(std::string_view pattern, RegexDialect dialect = RegexDialect::kOniguruma);
   ~Regex();
   Regex(Regex&&) noexcept;
   Regex& operator=(Regex&&) noexcept;
@@ -58,6 +70,7 @@ class Regex {
   bool search(std::string_view text, size_t from, size_t& match_start, size_t& match_end) const;
 
   const std::string& pattern() const { return pattern_; }
+  RegexDialect dialect() const { return dialect_; }
   // The hand-written scanner this pattern dispatches to, or kNone when the VM runs.
   enum class Scanner : uint8_t { kNone, kGpt2, kLlama3, kQwen2 };
   Scanner scanner() const { return scanner_; }
@@ -68,6 +81,7 @@ class Regex {
 
  private:
   std::string pattern_;
+  RegexDialect dialect_ = RegexDialect::kOniguruma;
   Scanner scanner_ = Scanner::kNone;
   std::unique_ptr<const Program> prog_;
 };

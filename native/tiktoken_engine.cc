@@ -31,8 +31,12 @@ constexpr uint32_t kBSLW = fourcc("BSLW");
 constexpr uint32_t kBPAR = fourcc("BPAR");
 constexpr uint32_t kBPBF = fourcc("BPBF");  // Bloom filter in front of BPAR
 constexpr uint32_t kSPTB = fourcc("SPTB");
+constexpr uint32_t kTKRX = fourcc("TKRX");  // split regex (UTF-8), fancy-regex dialect
 
 constexpr uint32_t kEngineTiktoken = 1;
+// TKHD.pattern values: SplitPattern codes 0..4 (hand-written scanners), or this one: split each
+// segment with the regex in TKRX.
+constexpr uint32_t kPatternRegex = 5;
 
 // TKHD: the parameters the engine needs, as one fixed struct.
 struct TkHeader {
@@ -111,7 +115,24 @@ bool valid_utf8(std::string_view s) {
 
 }  // namespace
 
+std::string tiktoken_regex_refusal(std::string_view pat_str) {
+  try {
+    const Regex re(pat_str, RegexDialect::kFancyRegex);
+    if (re.nullable()) {
+      return "the pattern can match the empty string (tiktoken BPE-encodes empty pieces and fails)";
+    }
+  } catch (const RegexError& e) {
+    return e.what();
+  }
+  return std::string();
+}
+
 std::string build_tiktoken_cartridge(const TiktokenSource& src) {
+  const bool use_regex = src.pattern == SplitPattern::kNone && !src.regex.empty();
+  if (use_regex) {
+    const std::string why = tiktoken_regex_refusal(src.regex);
+    if (!why.empty()) throw std::invalid_argument("split pattern cannot run natively: " + why);
+  }
   uint64_t max_id = 0;
   bool any = false;
   for (const auto& [bytes, id] : src.mergeable) {
@@ -195,7 +216,7 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
 
   TkHeader h{};
   h.engine = kEngineTiktoken;
-  h.pattern = static_cast<uint32_t>(src.pattern);
+  h.pattern = use_regex ? kPatternRegex : static_cast<uint32_t>(src.pattern);
   h.n_ids = n_ids;
   h.n_specials = static_cast<uint32_t>(special_ids.size());
   h.max_token_len = max_len;
@@ -203,6 +224,7 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   CartridgeWriter w;
   w.add(kTKHD, std::string(reinterpret_cast<const char*>(&h), sizeof h), kSectionRequired);
   w.add(kMETA, src.meta_json);
+  if (use_regex) w.add(kTKRX, src.regex, kSectionRequired);
   w.add_array(kTOKO, offsets, kSectionRequired);
   w.add(kTOKB, blob, kSectionRequired);
   w.add_array(kTOKK, kinds, kSectionRequired);
@@ -223,7 +245,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     : cartridge_(std::move(cartridge)), owner_(new_memo_owner()) {
   const Cartridge& c = *cartridge_;
   static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTRI, kBTVA, kSTRI, kSTVA, kSPID, kSPTO, kSPTB,
-                                    kBSPL, kBSPR, kBSLW, kBPAR, kBPBF};
+                                    kBSPL, kBSPR, kBSLW, kBPAR, kBPBF, kTKRX};
   for (const SectionInfo& s : c.sections()) {
     const bool known = std::find(std::begin(kKnown), std::end(kKnown), s.id) != std::end(kKnown);
     if (!known && (s.flags & kSectionRequired)) {
@@ -235,9 +257,22 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
   TkHeader h;
   std::memcpy(&h, hb.data(), sizeof h);
   if (h.engine != kEngineTiktoken) c.fail("it is not a tiktoken-style BPE cartridge (engine " + std::to_string(h.engine) + ")");
-  if (h.pattern > static_cast<uint32_t>(SplitPattern::kLlama3)) c.fail("unknown split pattern " + std::to_string(h.pattern));
   if (h.n_ids == 0 || h.n_ids > kMaxIds) c.fail("implausible vocabulary size " + std::to_string(h.n_ids));
-  pattern_ = static_cast<SplitPattern>(h.pattern);
+  if (h.pattern == kPatternRegex) {
+    if (c.find(kTKRX) == nullptr) c.fail("TKHD asks for a split regex but TKRX is missing");
+    const std::string_view rx = c.bytes(kTKRX);
+    const std::string why = "its split regex (TKRX) cannot run in this version of crayon-hf: ";
+    try {
+      regex_ = std::make_unique<const Regex>(rx, RegexDialect::kFancyRegex);
+    } catch (const RegexError& e) {
+      c.fail(why + e.what());
+    }
+    if (regex_->nullable()) c.fail(why + "the pattern can match the empty string");
+    pattern_ = SplitPattern::kNone;
+  } else {
+    if (h.pattern > static_cast<uint32_t>(SplitPattern::kLlama3)) c.fail("unknown split pattern " + std::to_string(h.pattern));
+    pattern_ = static_cast<SplitPattern>(h.pattern);
+  }
 
   size_t n_off, n_kinds;
   bpe_.token_offsets = c.array<uint32_t>(kTOKO, &n_off);
@@ -328,6 +363,18 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
 void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const {
   const uint8_t* s = reinterpret_cast<const uint8_t*>(seg.data());
   size_t pos = 0;
+  if (regex_ != nullptr) {
+    // tiktoken's find_iter: each match is a piece, text between matches is dropped. The pattern
+    // cannot match empty (checked at load), so every search moves forward.
+    size_t ms = 0, me = 0;
+    while (pos < seg.size() && regex_->search(seg, pos, ms, me)) {
+      const size_t before = out.size();
+      encode_piece(s + ms, me - ms, out);
+      if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+      pos = me;
+    }
+    return;
+  }
   while (pos < seg.size()) {
     const size_t end = piece_end(pattern_, seg, pos);
     const size_t before = out.size();

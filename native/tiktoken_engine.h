@@ -2,13 +2,14 @@
 // tokens, encoded and decoded with tiktoken 0.14's exact semantics.
 //
 //   text --special tokens (allowed set)--> segments and special ids
-//        segment --pre-tokenize (pattern scanner)--> pieces
+//        segment --pre-tokenize (pattern scanner, or the fancy-regex VM: successive matches,
+//                 unmatched text dropped, as tiktoken's find_iter)--> pieces
 //        piece --whole piece in vocab? else BPE--> ids
 //   ids --token bytes--> bytes
 //
 // Immutable after construction; every method is safe to call from many threads at once.
 // Cartridge sections used (see docs/cartridge.md): TKHD, TOKO, TOKB, TOKK, BPE trie (BTRI),
-// special trie (STRI), SPID, SPTO/SPTB, the
+// special trie (STRI), SPID, SPTO/SPTB, the split regex TKRX (when TKHD.pattern is 5), the
 // backtracking encoder's BSPL/BSPR/BSLW/BPAR (optional), and META (read by Python only).
 #pragma once
 
@@ -23,6 +24,7 @@
 #include "bpe_backtrack.h"
 #include "cartridge.h"
 #include "pretokenize.h"
+#include "regex.h"
 #include "special_tokens.h"
 
 namespace crayon {
@@ -33,8 +35,16 @@ struct TiktokenSource {
   std::vector<std::pair<std::string, uint32_t>> mergeable;  // token bytes -> rank (== id)
   std::vector<std::pair<std::string, uint32_t>> specials;   // UTF-8 text -> id
   SplitPattern pattern = SplitPattern::kNone;
+  // With pattern == kNone: a split regex (tiktoken's pat_str) for the fancy-regex VM, stored in
+  // TKRX; empty means no split at all. It must pass tiktoken_regex_refusal.
+  std::string regex;
   std::string meta_json;  // stored verbatim in META
 };
+
+// Why the engine cannot split with `pat_str` natively (fancy-regex dialect), or "" when it can:
+// the RegexError text, or that the pattern can match the empty string (tiktoken then BPE-encodes
+// an empty piece and panics; refusing keeps that behaviour on tiktoken).
+std::string tiktoken_regex_refusal(std::string_view pat_str);
 
 // Compiles a rank table into a cartridge image. Throws std::invalid_argument on bad input
 // (duplicate ids, ids out of range, empty tokens).
@@ -49,6 +59,8 @@ class TiktokenEngine {
 
   const Cartridge& cartridge() const { return *cartridge_; }
   SplitPattern pattern() const { return pattern_; }
+  // True when segments are split by the fancy-regex VM (no hand-written scanner for the pattern).
+  bool uses_regex() const { return regex_ != nullptr; }
   uint32_t n_ids() const { return bpe_.n_ids; }
   uint32_t n_specials() const { return n_specials_; }
   uint32_t special_id(uint32_t index) const { return special_ids_[index]; }
@@ -98,6 +110,7 @@ class TiktokenEngine {
   std::shared_ptr<const Cartridge> cartridge_;
   uint64_t owner_;  // unique per engine: keys the per-thread memo caches
   SplitPattern pattern_ = SplitPattern::kNone;
+  std::unique_ptr<const Regex> regex_;  // set when TKHD.pattern is kPatternRegex
   BpeTables bpe_;
   const uint8_t* kinds_ = nullptr;
   SpecialTokenMatcher specials_;

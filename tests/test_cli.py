@@ -62,7 +62,7 @@ def test_convert_custom_regex_falls_back_loudly(tmp_path):
     rank = require_shared(VOCAB / "tiktoken" / "r50k_base.tiktoken")
     out = tmp_path / "custom.dat"
     with pytest.warns(UserWarning, match="no native scanner"):
-        assert run_cli("convert", str(rank), "--pattern", r"\w+|\s+|[^\w\s]+", "-o", str(out)) == 0
+        assert run_cli("convert", str(rank), "--pattern", r"(\w)\1|\w+|\s+|[^\w\s]+", "-o", str(out)) == 0
     with pytest.warns(UserWarning, match="fallback"):
         enc = tk.Encoding.from_cartridge(out)
     assert enc.crayon_backend.startswith("fallback:")

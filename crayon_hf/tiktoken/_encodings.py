@@ -2,7 +2,9 @@
 
 The pattern strings and special tokens are those of tiktoken 0.14's ``tiktoken_ext.openai_public``
 and of Meta's Llama 3 loader. A pattern string maps to a native scanner only when it is exactly one
-of the strings below; anything else runs on the real ``tiktoken`` (see ``Encoding``).
+of the strings below; any other pattern runs on the native regex engine in tiktoken's fancy-regex
+dialect (``conversion.tiktoken_rank.split_mode``), or on the real ``tiktoken`` when that engine
+refuses it (see ``Encoding``).
 """
 
 from __future__ import annotations

@@ -83,9 +83,8 @@ class Encoding:
         self._no_specials_mask = b"\x00" * len(specials)
         self._fallback = None
         if engine.pattern == "none":
-            self.crayon_backend = (
-                "fallback: pat_str (this split pattern has no native scanner; encoding runs on tiktoken)"
-            )
+            why = meta.get("native_refusal") or "this split pattern has no native scanner"
+            self.crayon_backend = f"fallback: pat_str ({why}; encoding runs on tiktoken)"
             warnings.warn(f"crayon-hf: encoding {self.name!r}: {self.crayon_backend}", stacklevel=3)
             self._fallback = _tiktoken_twin(self)
         else:
