@@ -312,6 +312,15 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
         meta[key] = data.get(key)
     meta["added_tokens"] = plan.added_tokens
     meta["model_vocab_size"] = len(data["model"]["vocab"])
+    # The character tables the engine reproduces tokenizers 0.23.3 with (each probed from it; see
+    # docs/regex.md and docs/normalizers.md). The header's unicode_version is the regex classes'.
+    meta["unicode"] = {
+        "regex_classes": "16.0",
+        "nfc_nfd_nfkc_nfkd": "9.0",
+        "lowercase": "16.0",
+        "added_token_word_characters": "16.0",
+        "punctuation_pre_tokenizer": "tokenizers 0.23.3 is_punc table (older than 16.0)",
+    }
     meta["normalizers"] = plan.normalizers
     meta["normalizer_paths"] = plan.normalizer_paths
     meta["pre_tokenizers"] = plan.pre_tokenizers
