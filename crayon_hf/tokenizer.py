@@ -510,16 +510,13 @@ class Tokenizer:
         items = list(input)
         singles = all(isinstance(x, str) for x in items)
         if singles and not is_pretokenized:
-            vocab = self._vocab_lazy
-            out = []
-            for ids, offsets, words, texts in self._engine.encode_batch(items, self._encode_special_tokens, 0):
-                tokens = None
-                if texts:
-                    tokens = [vocab[i] for i in ids.tolist()]
-                    for i, s in texts:
-                        tokens[i] = s
-                enc = Encoding.from_arrays(ids, offsets, words, None, vocab, 0, tokens)
-                out.append(post_process(enc, None, add_special_tokens, self._truncation, None, self._processor))
+            from crayon_hf._hf.postprocess import post_process_batch
+
+            # The whole batch at once: one raw matrix (views per document), one offset trim.
+            raws = Encoding._from_native_batch(
+                self._engine.encode_batch(items, self._encode_special_tokens, 0), self._vocab_lazy
+            )
+            out = post_process_batch(raws, add_special_tokens, self._truncation, self._processor)
         else:
             out = []
             for x in items:

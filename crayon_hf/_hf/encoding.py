@@ -83,7 +83,7 @@ class Encoding:
     _vocab: Sequence[str] | None
     _overflowing: list[Encoding]
     _ranges: Ranges
-    _cache: dict[str, Any]
+    _cache: dict[str | int, Any]  # lists built on access: row index, "tokens", "words", "offsets"
 
     def __init__(self) -> None:
         self._m = _EMPTY
@@ -136,21 +136,18 @@ class Encoding:
         """
         ids_a = np.asarray(ids)
         n = ids_a.shape[0]
-        m = np.empty((_ROWS, n), dtype=np.int64)
+        m = _fresh_matrix(n, type_id)
         m[ID] = ids_a
-        m[TYPE] = type_id
         if n:
-            off = np.asarray(offsets)
-            m[START] = off[:, 0]
-            m[END] = off[:, 1]
+            m[START : END + 1] = np.asarray(offsets).T
         if words is None:
             m[WORD] = -1
         elif isinstance(words, list) and None in words:
             m[WORD] = [-1 if w is None else w for w in words]
         else:
             m[WORD] = words
-        m[SPECIAL] = 0 if special_mask is None else special_mask
-        m[ATTN] = 1
+        if special_mask is not None:
+            m[SPECIAL] = special_mask
         m.setflags(write=False)
         if tokens is not None:
             if len(tokens) != n:
@@ -159,6 +156,39 @@ class Encoding:
         if id_to_token is None:
             raise ValueError("from_arrays needs either id_to_token or tokens")
         return cls._new(m, None, id_to_token)
+
+    @classmethod
+    def _from_native_batch(cls, results: Sequence[Any], vocab: Sequence[str], type_id: int = 0) -> list[Encoding]:
+        """`from_arrays` for every ``(ids, offsets, words, [(index, token)])`` of
+        `HfEngine.encode_batch`, built as views into one matrix (a few numpy calls for the whole
+        batch instead of several per document). A view keeps the batch's matrix alive."""
+        if not results:
+            return []
+        bounds = [0]
+        for r in results:
+            bounds.append(bounds[-1] + r[0].shape[0])
+        m = np.empty((_ROWS, bounds[-1]), dtype=np.int64)
+        # Straight into the rows (no intermediate arrays: a batch is memory-bound).
+        np.concatenate([r[0] for r in results], out=m[ID])
+        m[TYPE] = type_id
+        if bounds[-1]:
+            np.concatenate([r[1].reshape(-1, 2) for r in results], out=m[START : END + 1].T)
+        np.concatenate([r[2] for r in results], out=m[WORD])
+        m[SPECIAL] = 0
+        m[ATTN] = 1
+        m.setflags(write=False)
+        out = []
+        new = cls._new
+        for r, a, b in zip(results, bounds, bounds[1:]):
+            texts = r[3]
+            if texts:
+                tokens = [vocab[i] for i in r[0].tolist()]
+                for i, t in texts:
+                    tokens[i] = t
+                out.append(new(m[:, a:b], tokens, None))
+            else:
+                out.append(new(m[:, a:b], None, vocab))
+        return out
 
     @classmethod
     def from_matrix(
@@ -252,10 +282,9 @@ class Encoding:
     # ------------------------------------------------------------------ lists, cached
 
     def _row_list(self, row: int) -> list[int]:
-        key = f"r{row}"
-        cached = self._cache.get(key)
+        cached = self._cache.get(row)  # rows are cached under their int index
         if cached is None:
-            cached = self._cache[key] = self._m[row].tolist()
+            cached = self._cache[row] = self._m[row].tolist()
         return cached
 
     def _token_list(self) -> list[str]:
@@ -558,6 +587,29 @@ class Encoding:
     def to_dict(self) -> dict[str, Any]:
         """Every observable field, overflowing included (for tests and debugging)."""
         return as_dict(self)
+
+
+_BASES: dict[int, np.ndarray] = {}
+
+
+def _fresh_matrix(n: int, type_id: int) -> np.ndarray:
+    """A new writable (7, n) matrix with TYPE = type_id, SPECIAL = 0, ATTN = 1 (other rows
+    arbitrary): one copy of a cached template instead of three row fills."""
+    if n > 65536:  # not worth keeping a template that large
+        m = np.zeros((_ROWS, n), dtype=np.int64)
+        m[TYPE] = type_id
+        m[ATTN] = 1
+        return m
+    base = _BASES.get(type_id)
+    if base is None or base.shape[1] < n:
+        if len(_BASES) >= 16:
+            _BASES.clear()
+        base = np.zeros((_ROWS, min(65536, max(n, 4096, 0 if base is None else 2 * base.shape[1]))), dtype=np.int64)
+        base[TYPE] = type_id
+        base[ATTN] = 1
+        base.setflags(write=False)
+        _BASES[type_id] = base
+    return base[:, :n].copy()
 
 
 def _vocab_spells(vocab: Sequence[str], token_id: int, token: str) -> bool:

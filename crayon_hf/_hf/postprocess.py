@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .encoding import Encoding, _merge, _u32, _usize
-from .processors import PostProcessor
+import numpy as np
+
+from .encoding import ATTN, END, ID, SPECIAL, START, TYPE, Encoding, _merge, _u32, _usize
+from .processors import Layout, PostProcessor, _SpecialPiece, trimmed_matrix
 
 __all__ = [
     "TruncationParams",
@@ -26,6 +28,7 @@ __all__ = [
     "truncate_encodings",
     "pad_encodings",
     "post_process",
+    "post_process_batch",
 ]
 
 _USIZE_MOD = 2**64
@@ -241,6 +244,101 @@ def pad_encodings(encodings: Sequence[Encoding], params: PaddingParams) -> None:
         enc._pad(target, params.pad_id, params.pad_type_id, params.pad_token, left)
 
 
+# ---------------------------------------------------------------------------- fast path
+#
+# What `post_process` does when nothing is truncated is fixed per (processor, is_pair,
+# add_special_tokens): a `Layout` (processors.py). Applying it is one concatenation of the
+# sequences' matrices with precomputed special-token blocks, plus the trim, instead of clones,
+# per-processor encodings and a merge. The general path below stays the reference; the layout
+# is only used for inputs it describes exactly (no overflowing, no sequence ranges).
+
+_PLAIN_PAIR = Layout(((0, None), (1, None)))  # no processor: `merge` with ranges, types kept
+_WRAPPED_MASKS = np.array([[0], [1]], dtype=np.int64)  # rows SPECIAL, ATTN of a wrapped sequence
+assert ATTN == SPECIAL + 1
+
+
+def _layout(processor: PostProcessor | None, is_pair: bool, add_special_tokens: bool) -> Layout | None:
+    if processor is not None:
+        return processor.layout(is_pair, add_special_tokens)
+    return _PLAIN_PAIR if is_pair else None
+
+
+def _fresh(enc: Encoding) -> bool:
+    return not enc._overflowing and not enc._ranges
+
+
+def _fits(truncation: TruncationParams, processor: PostProcessor | None, add_special_tokens: bool, total: int, is_pair: bool) -> bool:
+    """Whether `truncate_encodings` would leave these lengths untouched (and raise nothing)."""
+    added = processor.added_tokens(is_pair) if processor is not None else 0
+    max_len = (truncation.max_length - added) % _USIZE_MOD if add_special_tokens and added > 0 else truncation.max_length
+    return total <= max_len
+
+
+def _apply_layout(layout: Layout, encs: list[Encoding], mats: list[np.ndarray]) -> Encoding:
+    """The processed encoding of `encs` (whose matrices, trimmed when the layout trims, are
+    `mats`); equal to `processor.process` on fresh inputs."""
+    pieces = layout.pieces
+    if len(pieces) == 1 and not layout.masks:
+        (i, t), = pieces
+        enc, m = encs[i], mats[i]
+        n = m.shape[1]
+        if t is not None and n and (m[TYPE].any() if t == 0 else (m[TYPE] != t).any()):
+            m = m.copy()
+            m[TYPE] = t
+            m.setflags(write=False)
+        return Encoding._new(m, enc._tokens, enc._vocab, None, {i: (0, n)} if layout.ranged else None)
+
+    parts = []
+    spans = []
+    pos = 0
+    for p in pieces:
+        if type(p) is tuple:
+            m = mats[p[0]]
+            n = m.shape[1]
+            spans.append((p, pos, pos + n))
+        else:
+            m = p.block
+            n = m.shape[1]
+        parts.append(m)
+        pos += n
+    m = np.concatenate(parts, axis=1)
+    ranges = {}
+    masks = layout.masks
+    for (i, t), a, b in spans:
+        if a < b:
+            if t is not None:
+                m[TYPE, a:b] = t
+            if masks:
+                m[SPECIAL : ATTN + 1, a:b] = _WRAPPED_MASKS
+        if layout.ranged:
+            ranges[i] = (a, b)
+    m.setflags(write=False)
+
+    # Tokens stay derived when every non-empty piece is spelled by one vocabulary (as `_concat`).
+    vocab = next((e._vocab for e in encs if e._vocab is not None), None)
+    derived = vocab is not None
+    if derived:
+        for p in pieces:
+            if type(p) is tuple:
+                e = encs[p[0]]
+                if len(e) and (e._tokens is not None or e._vocab is not vocab):
+                    derived = False
+                    break
+            elif p.ids and not p.spelled_by(vocab):
+                derived = False
+                break
+    if derived:
+        return Encoding._new(m, None, vocab, None, ranges)
+    tokens: list[str] = []
+    for p in pieces:
+        tokens.extend(encs[p[0]]._token_list() if type(p) is tuple else p.tokens)
+    return Encoding._new(m, tokens, None, None, ranges)
+
+
+def _trimmed(enc: Encoding, add_prefix_space: bool) -> np.ndarray:
+    return trimmed_matrix(enc._m, enc._tokens, enc._vocab, add_prefix_space)
+
+
 def post_process(
     encoding: Encoding,
     pair_encoding: Encoding | None = None,
@@ -251,6 +349,76 @@ def post_process(
 ) -> Encoding:
     """`TokenizerImpl::post_process`. The inputs are the raw encodings of the model (the pair's
     with type id 1); they are left untouched."""
+    is_pair = pair_encoding is not None
+    if _fresh(encoding) and (pair_encoding is None or _fresh(pair_encoding)):
+        layout = _layout(processor, is_pair, add_special_tokens)
+        encs = [encoding] if pair_encoding is None else [encoding, pair_encoding]
+        if processor is None and pair_encoding is None:  # nothing to do but a copy
+            if truncation is None or _fits(truncation, processor, add_special_tokens, len(encoding), False):
+                final = encoding._clone()
+                if padding is not None:
+                    pad_encodings([final], padding)
+                return final
+        elif layout is not None and (truncation is None or _fits(truncation, processor, add_special_tokens, sum(map(len, encs)), is_pair)):
+            trim = layout.trim
+            mats = [e._m for e in encs] if trim is None else [_trimmed(e, trim) for e in encs]
+            final = _apply_layout(layout, encs, mats)
+            if padding is not None:
+                pad_encodings([final], padding)
+            return final
+    return _post_process_general(encoding, pair_encoding, add_special_tokens, truncation, padding, processor)
+
+
+def post_process_batch(
+    encodings: Sequence[Encoding],
+    add_special_tokens: bool = True,
+    truncation: TruncationParams | None = None,
+    processor: PostProcessor | None = None,
+) -> list[Encoding]:
+    """`[post_process(e, None, add_special_tokens, truncation, None, processor) for e in
+    encodings]`, with the offset trim of a ByteLevel step done once over the whole batch."""
+    layout = _layout(processor, False, add_special_tokens)
+    out: list[Encoding | None] = [None] * len(encodings)
+    batch: list[int] = []
+    if layout is not None:
+        for k, e in enumerate(encodings):
+            if _fresh(e) and (truncation is None or _fits(truncation, processor, add_special_tokens, len(e), False)):
+                batch.append(k)
+    if batch and layout is not None:
+        trim = layout.trim
+        trimmed: list[np.ndarray] | None = None
+        if trim is not None:
+            vocab = encodings[batch[0]]._vocab
+            if vocab is not None and all(encodings[k]._tokens is None and encodings[k]._vocab is vocab for k in batch):
+                mats = [encodings[k]._m for k in batch]
+                lens = np.fromiter(map(len, (encodings[k] for k in batch)), dtype=np.int64, count=len(batch))
+                bounds = np.zeros(len(batch) + 1, dtype=np.int64)
+                np.cumsum(lens, out=bounds[1:])
+                big = np.concatenate(mats, axis=1) if len(mats) > 1 else mats[0]
+                starts = bounds[:-1][lens > 0]
+                big = trimmed_matrix(big, None, vocab, trim, starts)
+                b = bounds.tolist()
+                trimmed = [big[:, b[j] : b[j + 1]] for j in range(len(batch))]
+            else:
+                trimmed = [_trimmed(encodings[k], trim) for k in batch]
+        for j, k in enumerate(batch):
+            e = encodings[k]
+            out[k] = _apply_layout(layout, [e], [e._m if trimmed is None else trimmed[j]])
+    for k, e in enumerate(encodings):
+        if out[k] is None:
+            out[k] = post_process(e, None, add_special_tokens, truncation, None, processor)
+    return out  # type: ignore[return-value]
+
+
+def _post_process_general(
+    encoding: Encoding,
+    pair_encoding: Encoding | None,
+    add_special_tokens: bool,
+    truncation: TruncationParams | None,
+    padding: PaddingParams | None,
+    processor: PostProcessor | None,
+) -> Encoding:
+    """The step-by-step path: clone, truncate, `processor.process` (or merge), pad."""
     encoding = encoding._clone()
     pair = pair_encoding._clone() if pair_encoding is not None else None
 

@@ -49,11 +49,57 @@ def _with_type_ids(enc: Encoding, type_id: int) -> None:
         enc._set_m(m)
 
 
+class Layout:
+    """What `PostProcessor.process` does to fresh sequences, as data, for the fast path of
+    `post_process` (crayon_hf/_hf/postprocess.py). Valid only for inputs without overflowing
+    and without sequence ranges -- every raw encoding when nothing gets truncated.
+
+    pieces: the output in order; ``(i, type_id)`` is sequence i with its type ids set to
+        type_id (None: kept as given), a `_SpecialPiece` is a block of added tokens.
+    trim: None, or ``add_prefix_space`` when ByteLevel offset trimming runs over each sequence
+        before the layout (at most one trimming step: trimming twice is not idempotent).
+    masks: sequence tokens get special mask 0 and attention 1 (Bert/Roberta wrapping).
+    ranged: each sequence piece sets its sequence range (in piece order; a later piece of the
+        same sequence overwrites, as `_concat` does).
+
+    The general path (process + `_merge`) is the oracle; tests/test_hf_postprocess.py compares
+    them on every processor variant."""
+
+    __slots__ = ("pieces", "trim", "masks", "ranged")
+
+    def __init__(self, pieces: tuple[Any, ...], trim: bool | None = None, masks: bool = False, ranged: bool = True) -> None:
+        self.pieces = pieces
+        self.trim = trim
+        self.masks = masks
+        self.ranged = ranged
+
+
+def _plain_layout(is_pair: bool, trim: bool | None = None) -> Layout:
+    """`process` alone: sequence i gets type i and range i."""
+    return Layout(((0, 0), (1, 1)) if is_pair else ((0, 0),), trim)
+
+
 class PostProcessor:
-    """Interface: `added_tokens(is_pair)` and `process_encodings(list, add_special_tokens)`."""
+    """Interface: `added_tokens(is_pair)` and `process_encodings(list, add_special_tokens)`;
+    `_layout` optionally describes the result for fresh sequences (see `Layout`)."""
 
     def added_tokens(self, is_pair: bool) -> int:
         raise NotImplementedError
+
+    def _layout(self, is_pair: bool, add_special_tokens: bool) -> Layout | None:
+        return None
+
+    def layout(self, is_pair: bool, add_special_tokens: bool) -> Layout | None:
+        """`_layout`, compiled once per (is_pair, add_special_tokens)."""
+        cache = self.__dict__.get("_layouts")
+        if cache is None:
+            cache = self.__dict__["_layouts"] = {}
+        key = (is_pair, add_special_tokens) if type(add_special_tokens) is bool else (bool(is_pair), bool(add_special_tokens))
+        try:
+            return cache[key]
+        except KeyError:
+            layout = cache[key] = self._layout(bool(is_pair), bool(add_special_tokens))
+            return layout
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         raise NotImplementedError
@@ -95,37 +141,54 @@ def _vocab_space_counts(vocab: SequenceABC[str]) -> tuple[np.ndarray, np.ndarray
     return entry[1], entry[2]
 
 
-def trim_offsets(enc: Encoding, add_prefix_space: bool) -> None:
-    """`byte_level::process_offsets`: drop leading/trailing whitespace of each token from its
-    offsets, counting the token's *characters* (so 'Ġ' counts one, whatever the offsets unit).
-    A first token (index 0 or offset start 0) keeps exactly one leading space when
-    `add_prefix_space`, since that space was added by the pre-tokenizer."""
-    n = len(enc)
+def trimmed_matrix(
+    m: np.ndarray,
+    tokens: SequenceABC[str] | None,
+    vocab: SequenceABC[str] | None,
+    add_prefix_space: bool,
+    firsts: np.ndarray | None = None,
+) -> np.ndarray:
+    """`byte_level::process_offsets` on a (7, n) matrix: drop leading/trailing whitespace of
+    each token from its offsets, counting the token's *characters* (so 'Ġ' counts one, whatever
+    the offsets unit). A first token (index 0, or offset start 0) keeps exactly one leading
+    space when `add_prefix_space`, since that space was added by the pre-tokenizer.
+
+    Returns `m` itself when nothing changes, else a new read-only matrix. Tokens are `tokens`,
+    or `vocab[id]` when tokens is None. `firsts`: column indices that start an encoding (several
+    encodings concatenated, trimmed in one go); None means just column 0."""
+    n = m.shape[1]
     if n == 0:
-        return
-    m = enc._m
-    if enc._tokens is None and enc._vocab is not None:
-        lead_t, trail_t = _vocab_space_counts(enc._vocab)
+        return m
+    if tokens is None and vocab is not None:
+        lead_t, trail_t = _vocab_space_counts(vocab)
         ids = m[ID]
         lead, trail = lead_t[ids], trail_t[ids]
     else:
-        lead, trail = _space_counts(enc._token_list())
+        lead, trail = _space_counts(tokens if tokens is not None else [])
     if not (lead.any() or trail.any()):
-        return
+        return m
     start, end = m[START], m[END]
     if add_prefix_space:
         first = start == 0
-        first[0] = True
+        if firsts is None:
+            first[0] = True
+        else:
+            first[firsts] = True
         lead = np.where(first & (lead == 1), 0, lead)
     new_start = np.where(lead > 0, np.minimum(start + lead, end), start)
     new_end = np.where((trail > 0) & (end >= trail), np.maximum(end - trail, new_start), end)
-    if np.array_equal(new_start, start) and np.array_equal(new_end, end):
-        return
-    m = m.copy()
-    m[START] = new_start
-    m[END] = new_end
-    m.setflags(write=False)
-    enc._set_m(m)
+    out = m.copy()
+    out[START] = new_start
+    out[END] = new_end
+    out.setflags(write=False)
+    return out
+
+
+def trim_offsets(enc: Encoding, add_prefix_space: bool) -> None:
+    """`byte_level::process_offsets` on an encoding, in place (see `trimmed_matrix`)."""
+    m = trimmed_matrix(enc._m, enc._tokens, enc._vocab, add_prefix_space)
+    if m is not enc._m:
+        enc._set_m(m)
 
 
 class ByteLevelProcessor(PostProcessor):
@@ -148,6 +211,9 @@ class ByteLevelProcessor(PostProcessor):
         for i, enc in enumerate(encodings):
             enc.set_sequence_id(i)
         return encodings
+
+    def _layout(self, is_pair: bool, add_special_tokens: bool) -> Layout | None:
+        return _plain_layout(is_pair, self.add_prefix_space if self.trim_offsets else None)
 
 
 # ---------------------------------------------------------------------------- Template
@@ -174,15 +240,18 @@ class _SpecialPiece:
         self.block = _special_block(ids, type_id)
         self._spelled: dict[int, tuple[Any, bool]] = {}
 
+    def spelled_by(self, vocab: SequenceABC[str]) -> bool:
+        """Whether `vocab[id]` gives this piece's tokens (cached per vocabulary object)."""
+        hit = self._spelled.get(id(vocab))
+        if hit is None or hit[0] is not vocab:
+            ok = all(0 <= i < len(vocab) and vocab[i] == t for i, t in zip(self.ids, self.tokens))
+            hit = self._spelled[id(vocab)] = (vocab, ok)
+        return hit[1]
+
     def encoding(self, vocab: SequenceABC[str] | None) -> Encoding:
         """A fresh encoding for this piece; tokens derived from `vocab` when it spells them alike."""
-        if vocab is not None:
-            hit = self._spelled.get(id(vocab))
-            if hit is None or hit[0] is not vocab:
-                ok = all(0 <= i < len(vocab) and vocab[i] == t for i, t in zip(self.ids, self.tokens))
-                hit = self._spelled[id(vocab)] = (vocab, ok)
-            if hit[1]:
-                return Encoding._new(self.block, None, vocab)
+        if vocab is not None and self.spelled_by(vocab):
+            return Encoding._new(self.block, None, vocab)
         return Encoding._new(self.block, list(self.tokens), None)
 
 
@@ -269,6 +338,10 @@ class TemplateProcessing(PostProcessor):
                 out.append(piece.encoding(vocab))
         return out
 
+    def _layout(self, is_pair: bool, add_special_tokens: bool) -> Layout | None:
+        pieces = tuple(p for p in self._compiled[is_pair] if isinstance(p, tuple) or add_special_tokens)
+        return Layout(pieces)
+
 
 # ---------------------------------------------------------------------------- Roberta / Bert
 
@@ -325,6 +398,17 @@ class RobertaProcessing(PostProcessor):
     def added_tokens(self, is_pair: bool) -> int:
         return 4 if is_pair else 2
 
+    def _layout(self, is_pair: bool, add_special_tokens: bool) -> Layout | None:
+        trim = self.add_prefix_space if self.trim_offsets else None
+        if not add_special_tokens:
+            return Layout(((0, 0), (1, 0)) if is_pair else ((0, 0),), trim)
+        cls = _SpecialPiece([self.cls[1]], [self.cls[0]], 0)
+        sep = _SpecialPiece([self.sep[1]], [self.sep[0]], 0)
+        pieces: tuple[Any, ...] = (cls, (0, 0), sep)
+        if is_pair:
+            pieces += (sep, (1, 0), sep)
+        return Layout(pieces, trim, masks=True)
+
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         if self.trim_offsets:
             for enc in encodings:
@@ -352,6 +436,16 @@ class BertProcessing(PostProcessor):
 
     def added_tokens(self, is_pair: bool) -> int:
         return 3 if is_pair else 2
+
+    def _layout(self, is_pair: bool, add_special_tokens: bool) -> Layout | None:
+        if not add_special_tokens:
+            return _plain_layout(is_pair)
+        pieces: tuple[Any, ...] = (
+            _SpecialPiece([self.cls[1]], [self.cls[0]], 0), (0, 0), _SpecialPiece([self.sep[1]], [self.sep[0]], 0),
+        )
+        if is_pair:
+            pieces += ((1, 1), _SpecialPiece([self.sep[1]], [self.sep[0]], 1))
+        return Layout(pieces, masks=True)
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         if not add_special_tokens:
@@ -384,6 +478,22 @@ class SequenceProcessor(PostProcessor):
         for p in self.processors:
             encodings = p.process_encodings(encodings, add_special_tokens)
         return encodings
+
+    def _layout(self, is_pair: bool, add_special_tokens: bool) -> Layout | None:
+        # Only ByteLevel steps followed by at most one other processor: ByteLevel on the raw
+        # sequences is just a trim. Anything after a template sees one encoding per piece.
+        *head, last = self.processors or [ByteLevelProcessor(trim_offsets=False)]
+        if not all(type(p) is ByteLevelProcessor for p in head) or type(last) is SequenceProcessor:
+            return None
+        base = last.layout(is_pair, add_special_tokens)
+        if base is None:
+            return None
+        trims = [p.add_prefix_space for p in head if p.trim_offsets]
+        if base.trim is not None:
+            trims.append(base.trim)
+        if len(trims) > 1:
+            return None
+        return Layout(base.pieces, trims[0] if trims else None, base.masks, base.ranged)
 
 
 # ---------------------------------------------------------------------------- building
