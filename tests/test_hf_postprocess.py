@@ -348,7 +348,15 @@ def test_encode_batch_padding(name: str) -> None:
 
         ours, our_err = _outcome(ours_batch)
         if ref_err is not None or our_err is not None:
-            assert_same_error(our_err, ref_err, f"{name}: encode_batch")
+            # tokenizers encodes a batch in parallel and reports whichever failing item its
+            # threads hit first, so with several failing items any of their errors is right.
+            possible = []
+            for item in inputs:
+                _, err = _outcome(lambda: real.encode_batch([item], add_special_tokens=add))
+                if err is not None:
+                    possible.append((type(err).__name__, str(err)))
+            assert ref_err is not None and our_err is not None, f"{name}: encode_batch: ours {our_err!r}, theirs {ref_err!r}"
+            assert (type(our_err).__name__, str(our_err)) in possible, f"{name}: encode_batch: ours {our_err!r} not in {possible}"
             continue
         assert len(ours) == len(ref)
         for o, r in zip(ours, ref):
