@@ -146,6 +146,12 @@ _BEHAVIORS = {
 }
 
 
+def _behavior(value: Any, path: str) -> str:
+    if value not in _BEHAVIORS:
+        raise Unsupported(path, f"unknown split behavior {value!r}")
+    return _BEHAVIORS[value]
+
+
 def _normalizer_desc(path: str, d: dict[str, Any]) -> dict[str, Any]:
     t = d["type"]
     if t not in _NORMALIZERS:
@@ -172,18 +178,12 @@ def _pre_tokenizer_desc(path: str, d: dict[str, Any]) -> dict[str, Any]:
         desc["use_regex"] = bool(d.get("use_regex", True))
     elif t == "Split":
         desc["pattern"], desc["regex"] = _pattern(d, path)
-        behavior = d.get("behavior")
-        if behavior not in _BEHAVIORS:
-            raise Unsupported(path, f"unknown split behavior {behavior!r}")
-        desc["behavior"] = _BEHAVIORS[behavior]
+        desc["behavior"] = _behavior(d.get("behavior"), path)
         desc["invert"] = bool(d.get("invert", False))
     elif t == "Digits":
         desc["individual_digits"] = bool(d.get("individual_digits", False))
     elif t == "Punctuation":
-        behavior = d.get("behavior", "Isolated")
-        if behavior not in _BEHAVIORS:
-            raise Unsupported(path, f"unknown split behavior {behavior!r}")
-        desc["behavior"] = _BEHAVIORS[behavior]
+        desc["behavior"] = _behavior(d.get("behavior", "Isolated"), path)
     return desc
 
 

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "double_array.h"
+
 namespace crayon {
 
 class CartridgeError : public std::runtime_error {
@@ -135,6 +137,9 @@ class CartridgeWriter {
   };
   std::vector<Pending> sections_;
 };
+
+// A double-array trie stored as two sections (units and values), checked for matching sizes.
+DoubleArrayView load_trie(const Cartridge& c, uint32_t units_id, uint32_t values_id);
 
 // The checksum a cartridge image should carry (XXH64 of the header's first 56 bytes seeds the
 // XXH64 of everything after the header).

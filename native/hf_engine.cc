@@ -93,14 +93,6 @@ class Alignment {
   const ByteRanges* align_ = nullptr;
 };
 
-DoubleArrayView load_trie(const Cartridge& c, uint32_t units_id, uint32_t values_id) {
-  size_t n, nv;
-  const DoubleArrayUnit* units = c.array<DoubleArrayUnit>(units_id, &n);
-  const int32_t* values = c.array<int32_t>(values_id, &nv);
-  if (n == 0 || n > 0x7FFFFFFF) c.fail("trie " + fourcc_name(units_id) + " has an invalid size");
-  if (nv != n) c.fail("trie values " + fourcc_name(values_id) + " do not match its units");
-  return DoubleArrayView(units, values, static_cast<uint32_t>(n));
-}
 
 
 // The fast path. tiktoken's BPE merges any adjacent pair whose concatenation is a token, by that
@@ -164,6 +156,17 @@ bool build_fast_path(const HfBpeSource& src, const std::vector<std::string>& byt
     if (a == kNone || b == kNone || left[t] != a || right[t] != b) return false;
   }
   return true;
+}
+
+// An added token found in the text: its id, original offsets, and its string when that is not
+// the token's content (stripped whitespace included, as tokenizers shows it).
+void emit_added(const AddedToken& t, std::string_view matched, uint32_t start, uint32_t end, RawEncoding& out,
+                uint32_t& word) {
+  if (matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
+  out.ids.push_back(t.id);
+  out.starts.push_back(start);
+  out.ends.push_back(end);
+  out.words.push_back(word++);
 }
 
 }  // namespace
@@ -316,13 +319,8 @@ void HfEngine::encode(std::string_view text, bool encode_special_tokens, RawEnco
   for (const AddedSplit& s : splits) {
     if (s.end <= s.start) continue;
     if (s.token >= 0) {
-      const AddedToken& t = added_raw_.token(static_cast<size_t>(s.token));
-      const std::string_view matched = text.substr(s.start, s.end - s.start);
-      if (matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
-      out.ids.push_back(t.id);
-      out.starts.push_back(s.start);
-      out.ends.push_back(s.end);
-      out.words.push_back(word++);
+      emit_added(added_raw_.token(static_cast<size_t>(s.token)), text.substr(s.start, s.end - s.start), s.start,
+                 s.end, out, word);
     } else {
       encode_text_split(text.substr(s.start, s.end - s.start), s.start, encode_special_tokens, out, word);
     }
@@ -424,13 +422,8 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
   for (const AddedSplit& s : splits) {
     if (s.end <= s.start) continue;
     if (s.token >= 0) {
-      const AddedToken& t = added_normalized_.token(static_cast<size_t>(s.token));
-      const std::string_view matched = text.substr(s.start, s.end - s.start);
-      if (matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
-      out.ids.push_back(t.id);
-      out.starts.push_back(where.start_of(s.start));
-      out.ends.push_back(where.end_of(s.end - 1));
-      out.words.push_back(word++);
+      emit_added(added_normalized_.token(static_cast<size_t>(s.token)), text.substr(s.start, s.end - s.start),
+                 where.start_of(s.start), where.end_of(s.end - 1), out, word);
       continue;
     }
 

@@ -55,14 +55,6 @@ void add_trie(CartridgeWriter& w, uint32_t units_id, uint32_t values_id, const D
   w.add_array(values_id, d.value, kSectionRequired);
 }
 
-DoubleArrayView load_trie(const Cartridge& c, uint32_t units_id, uint32_t values_id) {
-  size_t n, nv;
-  const DoubleArrayUnit* units = c.array<DoubleArrayUnit>(units_id, &n);
-  const int32_t* values = c.array<int32_t>(values_id, &nv);
-  if (n == 0 || n > 0x7FFFFFFF) c.fail("trie " + fourcc_name(units_id) + " has an invalid size");
-  if (nv != n) c.fail("trie values " + fourcc_name(values_id) + " do not match its units");
-  return DoubleArrayView(units, values, static_cast<uint32_t>(n));
-}
 
 // Decodes the last UTF-8 character of s; returns its length, or 0 when s does not end with a
 // complete, valid sequence.

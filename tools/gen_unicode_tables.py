@@ -16,9 +16,10 @@ Requires tiktoken (0.14.x) and unicodedata2 (16.0.0) for both modes.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+from _generated import generator_main  # tools/ is on sys.path when a generator runs
 
 HEADER = Path(__file__).resolve().parent.parent / "native" / "unicode_tables.h"
 MAX_CP = 0x110000
@@ -257,21 +258,7 @@ inline char contraction_letter(uint32_t cp) {{
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="fail if the committed header is stale")
-    ap.add_argument("--output", type=Path, default=HEADER)
-    args = ap.parse_args()
-    text = build()
-    if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output} is stale: run python tools/gen_unicode_tables.py", file=sys.stderr)
-            return 1
-        print(f"{args.output} is up to date")
-        return 0
-    args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output}")
-    return 0
+    return generator_main(build, HEADER, __doc__, "gen_unicode_tables.py")
 
 
 if __name__ == "__main__":

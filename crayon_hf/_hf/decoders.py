@@ -17,7 +17,7 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from .errors import PanicException, UnsupportedComponent
+from .errors import PanicException, UnsupportedComponent, build_sequence
 
 __all__ = [
     "Decoder",
@@ -317,16 +317,7 @@ def build_decoder(d: dict[str, Any] | None, path: str = "decoder") -> Decoder | 
     if kind == "ByteLevel":
         return ByteLevelDecoder()
     if kind == "Sequence":
-        subs = d.get("decoders")
-        if not isinstance(subs, list):
-            raise UnsupportedComponent(f"{path}.decoders", kind, "missing its decoders list")
-        built = []
-        for i, sub in enumerate(subs):
-            dec = build_decoder(sub, f"{path}.decoders[{i}]")
-            if dec is None:
-                raise UnsupportedComponent(f"{path}.decoders[{i}]", "null", "a null decoder")
-            built.append(dec)
-        return SequenceDecoder(built)
+        return SequenceDecoder(build_sequence(d, path, "decoders", build_decoder))
     if kind == "Replace":
         pattern = d.get("pattern")
         content = d.get("content")

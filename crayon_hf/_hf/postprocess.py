@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .encoding import ATTN, END, ID, SPECIAL, START, TYPE, Encoding, _merge, _u32, _usize
-from .processors import Layout, PostProcessor, _SpecialPiece, trimmed_matrix
+from .encoding import ATTN, SPECIAL, TYPE, Encoding, _merge, _u32, _usize
+from .processors import Layout, PostProcessor, trimmed_matrix
 
 __all__ = [
     "TruncationParams",

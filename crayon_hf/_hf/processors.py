@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .encoding import ATTN, END, ID, SPECIAL, START, TYPE, WORD, Encoding, _merge
-from .errors import UnsupportedComponent
+from .errors import UnsupportedComponent, build_sequence
 
 __all__ = [
     "PostProcessor",
@@ -191,6 +191,14 @@ def trim_offsets(enc: Encoding, add_prefix_space: bool) -> None:
         enc._set_m(m)
 
 
+def _trim_all(encodings: list[Encoding], add_prefix_space: bool) -> None:
+    """trim_offsets on each encoding and its overflowing parts."""
+    for enc in encodings:
+        trim_offsets(enc, add_prefix_space)
+        for o in enc._overflowing:
+            trim_offsets(o, add_prefix_space)
+
+
 class ByteLevelProcessor(PostProcessor):
     """As a post-processor, ByteLevel only trims offsets (when `trim_offsets`)."""
 
@@ -204,10 +212,7 @@ class ByteLevelProcessor(PostProcessor):
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         if self.trim_offsets:
-            for enc in encodings:
-                trim_offsets(enc, self.add_prefix_space)
-                for o in enc._overflowing:
-                    trim_offsets(o, self.add_prefix_space)
+            _trim_all(encodings, self.add_prefix_space)
         for i, enc in enumerate(encodings):
             enc.set_sequence_id(i)
         return encodings
@@ -411,10 +416,7 @@ class RobertaProcessing(PostProcessor):
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         if self.trim_offsets:
-            for enc in encodings:
-                trim_offsets(enc, self.add_prefix_space)
-                for o in enc._overflowing:
-                    trim_offsets(o, self.add_prefix_space)
+            _trim_all(encodings, self.add_prefix_space)
         for enc in encodings:
             _with_type_ids(enc, 0)
         if not add_special_tokens:
@@ -527,14 +529,5 @@ def build_post_processor(d: dict[str, Any] | None, path: str = "post_processor")
     if kind == "BertProcessing":
         return BertProcessing(_token_pair(d.get("sep"), f"{path}.sep", kind), _token_pair(d.get("cls"), f"{path}.cls", kind))
     if kind == "Sequence":
-        procs = d.get("processors")
-        if not isinstance(procs, list):
-            raise UnsupportedComponent(f"{path}.processors", kind, "missing its processors list")
-        built = []
-        for i, p in enumerate(procs):
-            sub = build_post_processor(p, f"{path}.processors[{i}]")
-            if sub is None:
-                raise UnsupportedComponent(f"{path}.processors[{i}]", "null", "a null processor")
-            built.append(sub)
-        return SequenceProcessor(built)
+        return SequenceProcessor(build_sequence(d, path, "processors", build_post_processor))
     raise UnsupportedComponent(path, kind)
