@@ -1,7 +1,8 @@
 """One way to name a tokenizer, shared by the command line and the Python API.
 
-``--tokenizer`` takes a bundled encoding name (``cl100k_base``), a cartridge, or a tiktoken rank
-file. Files are recognised by their content, never their extension.
+``--tokenizer`` takes a bundled encoding name (``cl100k_base``), a cartridge, a tiktoken rank
+file, a tokenizer.json, or a HuggingFace tokenizer folder (one holding tokenizer.json). Files are
+recognised by their content, never their extension.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from crayon_hf.tiktoken._encodings import BUNDLED
 
 
 def load_tokenizer(spec: str, *, pattern: str | None = None):
-    """Returns a ``crayon_hf.tiktoken.Encoding`` for a name or a file."""
+    """A ``crayon_hf.tiktoken.Encoding`` for a name, rank file or tiktoken cartridge; a
+    ``crayon_hf.Tokenizer`` for a tokenizer.json, a folder with one, or a tokenizer.json cartridge."""
     from crayon_hf.conversion.sniff import FileKind, sniff_file
     from crayon_hf.tiktoken import Encoding, get_encoding
 
@@ -23,12 +25,22 @@ def load_tokenizer(spec: str, *, pattern: str | None = None):
             f"--tokenizer {spec!r}: no such file, and not a bundled encoding ({', '.join(BUNDLED)})"
         )
     if os.path.isdir(spec):
-        raise ValueError(
-            f"--tokenizer {spec!r} is a directory; HuggingFace tokenizer folders are not supported yet "
-            "(pass a cartridge, a tiktoken rank file or a bundled encoding name)"
-        )
+        inner = os.path.join(spec, "tokenizer.json")
+        if not os.path.exists(inner):
+            raise ValueError(f"--tokenizer {spec!r} is a directory without a tokenizer.json")
+        spec = inner
     kind = sniff_file(spec)
+    if kind is FileKind.TOKENIZER_JSON:
+        from crayon_hf.tokenizer import Tokenizer
+
+        return Tokenizer.from_file(spec)
     if kind is FileKind.CARTRIDGE:
+        from crayon_hf._native import native
+
+        if any(s["id"] == "HFHD" for s in native.cartridge_info(spec, False)["sections"]):
+            from crayon_hf.tokenizer import Tokenizer
+
+            return Tokenizer.from_file(spec)
         return Encoding.from_cartridge(spec)
     if kind is FileKind.TIKTOKEN_RANKS:
         from crayon_hf._cache import atomic_write, cache_dir
@@ -43,5 +55,5 @@ def load_tokenizer(spec: str, *, pattern: str | None = None):
         return Encoding.from_cartridge(cached)
     raise ValueError(
         f"--tokenizer {spec!r} is a {kind.value}; this version of crayon-hf reads cartridges, tiktoken "
-        "rank files and bundled encoding names"
+        "rank files, tokenizer.json files and bundled encoding names"
     )

@@ -222,6 +222,49 @@ class _PlainProgress:
         print(file=sys.stderr)
 
 
+def _write_ids(outputs: list, args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from crayon_hf._cache import atomic_write
+
+    all_ids = np.concatenate(outputs) if outputs else np.zeros(0, dtype=np.uint32)
+    if args.output.endswith(".npy"):
+        import io
+
+        buf = io.BytesIO()
+        np.save(buf, all_ids)
+        atomic_write(args.output, buf.getvalue())
+    else:
+        atomic_write(args.output, all_ids.astype("<u4").tobytes())
+    print(f"wrote {len(all_ids):,} ids to {args.output}", file=sys.stderr)
+
+
+def _read_utf8(path: str) -> str:
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SystemExit(f"crayon encode: {path} is not valid UTF-8 (byte {e.start}: {e.reason})")
+
+
+def _encode_with_tokenizer(tok, args: argparse.Namespace) -> int:
+    """A tokenizer.json: each file is one `encode(text, add_special_tokens=False)`, exactly what
+    tokenizers returns for it (no chunking: cut points are only proven safe for tiktoken patterns)."""
+    import numpy as np
+
+    outputs = []
+    for path in args.files:
+        ids = np.asarray(tok.encode(_read_utf8(path), add_special_tokens=False).ids, dtype=np.uint32)
+        if args.output:
+            outputs.append(ids)
+        else:
+            sys.stdout.write(" ".join(map(str, ids.tolist())) + "\n")
+    if args.output:
+        _write_ids(outputs, args)
+    return 0
+
+
 def cmd_encode(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -229,6 +272,13 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
     enc = load_tokenizer(args.tokenizer, pattern=args.pattern)
     threads = os.cpu_count() or 1
+    from crayon_hf.tokenizer import Tokenizer
+
+    if isinstance(enc, Tokenizer):
+        if args.allowed_special is not None:
+            raise SystemExit("crayon encode: --allowed-special is for tiktoken vocabularies; a tokenizer.json "
+                             "matches its added tokens as tokenizers does")
+        return _encode_with_tokenizer(enc, args)
     if args.allowed_special is None:
 
         def encode_chunks(chunks: list[str]) -> list[list[int]]:
@@ -245,12 +295,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
     outputs: list[np.ndarray] = []
     for path in args.files:
-        with open(path, "rb") as f:
-            raw = f.read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise SystemExit(f"crayon encode: {path} is not valid UTF-8 (byte {e.start}: {e.reason})")
+        text = _read_utf8(path)
+        raw = text.encode("utf-8")
         chunks = list(_safe_chunks(text, list(enc.special_tokens_set)))
         bar = _progress(len(raw), os.path.basename(path)) if len(raw) >= _PROGRESS_MIN_BYTES else None
         parts = []
@@ -269,18 +315,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(" ".join(map(str, ids.tolist())) + "\n")
     if args.output:
-        from crayon_hf._cache import atomic_write
-
-        all_ids = np.concatenate(outputs) if outputs else np.zeros(0, dtype=np.uint32)
-        if args.output.endswith(".npy"):
-            import io
-
-            buf = io.BytesIO()
-            np.save(buf, all_ids)
-            atomic_write(args.output, buf.getvalue())
-        else:
-            atomic_write(args.output, all_ids.astype("<u4").tobytes())
-        print(f"wrote {len(all_ids):,} ids to {args.output}", file=sys.stderr)
+        _write_ids(outputs, args)
     return 0
 
 
@@ -316,7 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=cmd_inspect)
 
     e = sub.add_parser("encode", help="encode text files to token ids")
-    e.add_argument("--tokenizer", required=True, help="bundled encoding name, cartridge, or rank file")
+    e.add_argument("--tokenizer", required=True,
+                   help="bundled encoding name, cartridge, tiktoken rank file, tokenizer.json or a folder with one")
     e.add_argument("--pattern", help="split pattern for a rank file crayon-hf does not recognise")
     e.add_argument("files", nargs="+", metavar="FILE")
     e.add_argument("-o", "--output", help="write all ids to OUT.npy (numpy uint32) or OUT.bin (raw little-endian uint32)")

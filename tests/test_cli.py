@@ -218,3 +218,21 @@ def test_convert_tokenizer_json_needing_fallback_is_refused(tmp_path):
     with pytest.warns(UserWarning, match="tokenizers library"):
         with pytest.raises(SystemExit, match="does not run yet"):
             run_cli("convert", str(src), "-o", str(tmp_path / "bert.dat"))
+
+
+def test_encode_with_a_tokenizer_json(tmp_path, capsys):
+    tokenizers = pytest.importorskip("tokenizers")
+    folder = require_shared(VOCAB / "hf" / "qwen2_5")
+    src = corpus_files()[0]
+    text = src.read_text(encoding="utf-8")[:30_000]
+    doc = tmp_path / "doc.txt"
+    doc.write_text(text, encoding="utf-8")
+    expected = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json")).encode(text, add_special_tokens=False).ids
+    for spec in (str(folder), str(folder / "tokenizer.json")):
+        assert run_cli("encode", "--tokenizer", spec, str(doc)) == 0
+        assert capsys.readouterr().out.split() == [str(i) for i in expected]
+    out = tmp_path / "ids.npy"
+    assert run_cli("encode", "--tokenizer", str(folder), str(doc), "-o", str(out)) == 0
+    assert np.load(out).tolist() == expected
+    with pytest.raises(SystemExit, match="allowed-special"):
+        run_cli("encode", "--tokenizer", str(folder), str(doc), "--allowed-special", "all")
