@@ -339,7 +339,41 @@ class PyHfEngine {
   std::shared_ptr<const HfEngine> engine_;
 };
 
+// Python ints for small non-negative values (ids, offsets), made on first use and kept for the
+// life of the process: a list of ids is then an incref per element instead of an allocation,
+// which is most of the cost of `Encoding.ids` on long texts. Touched only with the GIL held.
+constexpr int64_t kCachedInts = int64_t{1} << 18;
+
+PyObject* small_int(int64_t v) {
+  static std::vector<PyObject*> cache(static_cast<size_t>(kCachedInts), nullptr);
+  if (v < 0 || v >= kCachedInts) return PyLong_FromLongLong(v);
+  PyObject*& slot = cache[static_cast<size_t>(v)];
+  if (slot == nullptr) {
+    slot = PyLong_FromLongLong(v);
+    if (slot == nullptr) return nullptr;
+  }
+  Py_INCREF(slot);
+  return slot;
+}
+
 void bind_hf(py::module_& m) {
+  m.def("int_list", [](const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& a) {
+    if (a.ndim() != 1) throw py::value_error("int_list takes a 1-D array");
+    const int64_t* d = a.data();
+    const Py_ssize_t n = static_cast<Py_ssize_t>(a.shape(0));
+    PyObject* list = PyList_New(n);
+    if (list == nullptr) throw py::error_already_set();
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* v = small_int(d[i]);
+      if (v == nullptr) {
+        Py_DECREF(list);
+        throw py::error_already_set();
+      }
+      PyList_SET_ITEM(list, i, v);
+    }
+    return py::reinterpret_steal<py::list>(list);
+  }, py::arg("values"), "array.tolist() for an int64 row, with small values from a shared cache of ints.");
+
   py::register_exception<UnsupportedComponent>(m, "UnsupportedComponent", PyExc_ValueError);
 
   m.def("build_hf_cartridge", [](const py::list& byte_tokens, const py::list& merges, uint32_t n_ids,

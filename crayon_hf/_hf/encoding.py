@@ -39,6 +39,18 @@ from .errors import PanicException
 __all__ = ["Encoding", "as_dict"]
 
 ID, TYPE, START, END, WORD, SPECIAL, ATTN = range(7)
+
+
+def _int_list(row: np.ndarray) -> list[int]:
+    """row.tolist(), through the engine's shared cache of small ints when it is available."""
+    global _int_list
+    try:
+        from crayon_hf._native import native
+
+        _int_list = native.int_list
+    except ImportError:  # the pure-Python package (tests of this module alone)
+        _int_list = np.ndarray.tolist
+    return _int_list(row)
 _ROWS = 7
 _EMPTY = np.zeros((_ROWS, 0), dtype=np.int64)
 _EMPTY.setflags(write=False)
@@ -284,7 +296,7 @@ class Encoding:
     def _row_list(self, row: int) -> list[int]:
         cached = self._cache.get(row)  # rows are cached under their int index
         if cached is None:
-            cached = self._cache[row] = self._m[row].tolist()
+            cached = self._cache[row] = _int_list(self._m[row])
         return cached
 
     def _token_list(self) -> list[str]:
