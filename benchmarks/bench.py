@@ -401,12 +401,7 @@ def write_hf_results(results: list[dict], info: dict) -> None:
                 f"{row[lib]['mib_s']:.1f} ({100 * row['parity_all'][lib]:.0f}%)" if lib in row else "-"
                 for lib in ("tokie", "fastokens")
             )
-            lines.append(
-                f"| {r['vocab']} | {corpus.rsplit('.', 1)[0]} | {100 * row['parity']:.1f}% "
-                f"| {t['mib_s']:.1f} ({t['mib_s_min']:.1f}-{t['mib_s_max']:.1f}) "
-                f"| {c['mib_s']:.1f} ({c['mib_s_min']:.1f}-{c['mib_s_max']:.1f}) | **{row['ratio']:.1f}x** | {row['decode_ratio']:.1f}x "
-                f"| {optional} |"
-            )
+            lines.append(_speed_row(r["vocab"], corpus, row, t, c, 1) + f" {optional} |")
     lines += [
         "",
         "| tokenizer.json | backend | batch 10k short docs, 2 threads: tokenizers / crayon MiB/s (tokie / fastokens) | load in process: tokenizers / crayon ms | fresh process (import + load): tokenizers / crayon ms | cartridge MB |",
@@ -469,6 +464,16 @@ def machine() -> dict:
     }
 
 
+def _speed_row(vocab: str, corpus: str, row: dict, ref: dict, ours: dict, digits: int) -> str:
+    """One markdown row: parity, both speeds with their spread, encode and decode ratios."""
+    return (
+        f"| {vocab} | {corpus.rsplit('.', 1)[0]} | {100 * row['parity']:.1f}% "
+        f"| {ref['mib_s']:.1f} ({ref['mib_s_min']:.1f}-{ref['mib_s_max']:.1f}) "
+        f"| {ours['mib_s']:.1f} ({ours['mib_s_min']:.1f}-{ours['mib_s_max']:.1f}) "
+        f"| **{row['ratio']:.{digits}f}x** | {row['decode_ratio']:.{digits}f}x |"
+    )
+
+
 def write_results(results: list[dict], info: dict, isolated: dict | None = None) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "tiktoken.json").write_text(
@@ -487,11 +492,7 @@ def write_results(results: list[dict], info: dict, isolated: dict | None = None)
     for r in results:
         for corpus, row in r["corpora"].items():
             t, c = row["tiktoken"], row["crayon"]
-            lines.append(
-                f"| {r['vocab']} | {corpus.rsplit('.', 1)[0]} | {100 * row['parity']:.1f}% "
-                f"| {t['mib_s']:.1f} ({t['mib_s_min']:.1f}-{t['mib_s_max']:.1f}) "
-                f"| {c['mib_s']:.1f} ({c['mib_s_min']:.1f}-{c['mib_s_max']:.1f}) | **{row['ratio']:.2f}x** | {row['decode_ratio']:.2f}x |"
-            )
+            lines.append(_speed_row(r["vocab"], corpus, row, t, c, 2))
     lines += [
         "",
         "| vocab | batch 10k short docs, 2 threads: tiktoken / crayon MiB/s | load in process: tiktoken / crayon ms | fresh process (import + load): tiktoken / crayon ms | cartridge MB |",

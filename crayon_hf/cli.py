@@ -239,6 +239,14 @@ def _write_ids(outputs: list, args: argparse.Namespace) -> None:
     print(f"wrote {len(all_ids):,} ids to {args.output}", file=sys.stderr)
 
 
+def _emit(ids, outputs: list, args: argparse.Namespace) -> None:
+    """One file's ids: kept for --output, else one line on stdout."""
+    if args.output:
+        outputs.append(ids)
+    else:
+        sys.stdout.write(" ".join(map(str, ids.tolist())) + "\n")
+
+
 def _read_utf8(path: str) -> str:
     with open(path, "rb") as f:
         raw = f.read()
@@ -255,11 +263,7 @@ def _encode_with_tokenizer(tok, args: argparse.Namespace) -> int:
 
     outputs = []
     for path in args.files:
-        ids = np.asarray(tok.encode(_read_utf8(path), add_special_tokens=False).ids, dtype=np.uint32)
-        if args.output:
-            outputs.append(ids)
-        else:
-            sys.stdout.write(" ".join(map(str, ids.tolist())) + "\n")
+        _emit(np.asarray(tok.encode(_read_utf8(path), add_special_tokens=False).ids, dtype=np.uint32), outputs, args)
     if args.output:
         _write_ids(outputs, args)
     return 0
@@ -309,11 +313,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
                 bar.update(sum(len(c.encode("utf-8")) for c in group))
         if bar is not None:
             bar.close()
-        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
-        if args.output:
-            outputs.append(ids)
-        else:
-            sys.stdout.write(" ".join(map(str, ids.tolist())) + "\n")
+        _emit(np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32), outputs, args)
     if args.output:
         _write_ids(outputs, args)
     return 0
