@@ -37,7 +37,7 @@ from crayon_hf._hf.processors import build_post_processor
 __all__ = ["Tokenizer", "AddedToken", "Encoding"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 7
+_CACHE_GENERATION = 8
 _MAGIC = b"CRAYONHF"
 
 

@@ -81,6 +81,17 @@ HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64
   if (options_.unk_id >= 0 && static_cast<uint32_t>(options_.unk_id) >= n_ids_) options_.unk_id = -1;
 }
 
+void HfBpeModel::set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks) {
+  fast_ = engine;
+  rank_to_id_ = rank_to_id;
+  n_ranks_ = n_ranks;
+  fast_needs_check_ = false;
+  for (int b = 0; b < 256; ++b) {
+    byte_missing_[b] = symbol_[1][b] < 0;  // plain symbols: no prefix, no suffix
+    fast_needs_check_ |= byte_missing_[b];
+  }
+}
+
 int32_t HfBpeModel::lookup(const std::string& key) const {
   if (vocab_.size() == 0) return -1;
   const int32_t v = vocab_.find(reinterpret_cast<const uint8_t*>(key.data()), key.size());
@@ -151,7 +162,11 @@ void HfBpeModel::encode_word_uncached(const uint8_t* piece, size_t n, std::vecto
       return;
     }
   }
-  if (fast_ != nullptr) {
+  bool fast = fast_ != nullptr;
+  if (fast && fast_needs_check_) {
+    for (size_t i = 0; i < n && fast; ++i) fast = !byte_missing_[piece[i]];
+  }
+  if (fast) {
     thread_local std::vector<uint32_t> tl_ranks;
     std::vector<uint32_t>& ranks = tl_ranks;
     ranks.clear();

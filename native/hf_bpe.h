@@ -102,11 +102,8 @@ class HfBpeModel {
   // Routes the merge loop through a tiktoken engine whose ranks reproduce this merge list exactly
   // (see hf_engine.cc, build_fast_path); rank_to_id maps its ranks back to ids. The engine must
   // outlive the model.
-  void set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks) {
-    fast_ = engine;
-    rank_to_id_ = rank_to_id;
-    n_ranks_ = n_ranks;
-  }
+  // Bytes without a token of their own never take the fast path (see set_fast_path in .cc).
+  void set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks);
   bool has_fast_path() const { return fast_ != nullptr; }
 
   // The merge of (left, right), or nullptr.
@@ -124,6 +121,8 @@ class HfBpeModel {
   const TiktokenEngine* fast_ = nullptr;
   const uint32_t* rank_to_id_ = nullptr;
   uint32_t n_ranks_ = 0;
+  bool fast_needs_check_ = false;  // some byte has no token: scan pieces for one first
+  bool byte_missing_[256] = {};
   uint64_t cache_owner_ = 0;   // tags this model's entries in the per-thread word cache
   bool plain_symbols_ = true;  // no prefix and no suffix: the shortcut tables apply
   // Symbol id of a byte by position in the piece: [0] only byte, [1] first, [2] middle, [3] last.

@@ -119,9 +119,9 @@ bool build_fast_path(const HfBpeSource& src, const std::vector<std::string>& byt
       rank_of[id] = b;
     }
   }
-  for (uint32_t b = 0; b < 256; ++b) {
-    if (rank_to_id[b] == kNone) return false;
-  }
+  // A byte with no token of its own cannot be part of any token either, so pieces without it
+  // never meet the difference; the model sends pieces that contain one to the merge loop, which
+  // drops it (or makes it unk) as tokenizers does. Its rank stays unused.
   // The effective list: the last occurrence of each pair, in list order.
   std::vector<HfMergeEntry> table = build_hf_merge_table(src.merges);
   std::vector<const HfMerge*> effective;
@@ -136,7 +136,9 @@ bool build_fast_path(const HfBpeSource& src, const std::vector<std::string>& byt
   }
   TiktokenSource ts;
   ts.mergeable.reserve(rank_to_id.size());
-  for (uint32_t r = 0; r < rank_to_id.size(); ++r) ts.mergeable.emplace_back(bytes_by_id[rank_to_id[r]], r);
+  for (uint32_t r = 0; r < rank_to_id.size(); ++r) {
+    if (rank_to_id[r] != kNone) ts.mergeable.emplace_back(bytes_by_id[rank_to_id[r]], r);
+  }
   ts.pattern = SplitPattern::kNone;
   ts.meta_json = "{}";
   try {
@@ -154,6 +156,9 @@ bool build_fast_path(const HfBpeSource& src, const std::vector<std::string>& byt
     const uint32_t t = static_cast<uint32_t>(256 + k);
     const uint32_t a = rank_of[effective[k]->left], b = rank_of[effective[k]->right];
     if (a == kNone || b == kNone || left[t] != a || right[t] != b) return false;
+  }
+  for (uint32_t& id : rank_to_id) {
+    if (id == kNone) id = 0;  // the rank of a byte with no token: never produced
   }
   return true;
 }

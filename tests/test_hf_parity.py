@@ -361,6 +361,10 @@ def test_fast_path_is_used_where_the_merge_list_allows():
     the merge-list loop."""
     assert load_pair("gpt2")[0]._engine.has_fast_path
     assert load_pair("qwen2_5")[0]._engine.has_fast_path
+    # Bytes with no token of their own (never in UTF-8 for GPT-NeoX; some control bytes for
+    # Falcon) keep the fast path for every piece that does not contain one.
+    assert load_pair("gpt_neox_20b")[0]._engine.has_fast_path
+    assert load_pair("falcon")[0]._engine.has_fast_path
     assert not load_pair("llama3_1")[0]._engine.has_fast_path
     assert not load_pair("clip")[0]._engine.has_fast_path
 
@@ -373,3 +377,12 @@ def test_pickle_is_a_reference_to_the_cartridge():
     assert len(blob) < 2000  # the cartridge path and settings, not the vocabulary
     again = pickle.loads(blob)
     check_texts(again, ref, ["Pickled tokenizers map the same cartridge.", "<|begin_of_text|>x"], "unpickled")
+
+
+def test_bytes_without_a_token():
+    """Falcon has no token for some control bytes: tokenizers drops them (there is no unk token)
+    and shifts the offsets after them; such pieces leave the fast path for the merge loop."""
+    ours, ref = load_pair("falcon")
+    texts = ["a\x03b", "\x03\x04\x05", "word\x0bword \x11\x13x", "ok \x1c\x1d\x1e done", "\x03" * 40 + "tail",
+             "日本\x17語", "x\x03" * 30]
+    check_texts(ours, ref, texts, "falcon control bytes")
