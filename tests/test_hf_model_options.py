@@ -226,3 +226,49 @@ def test_added_token_already_in_vocabulary_takes_the_model_id():
     check_texts(ours, ref, [f"a {word} b", word * 3, f"{word}{word} x"], "added token in vocab")
     assert ours.get_vocab() == ref.get_vocab() and ours.get_vocab_size() == ref.get_vocab_size()
     assert json.loads(ours.to_str())["added_tokens"] == json.loads(ref.to_str())["added_tokens"]
+
+
+def test_bad_tokenizer_json_gives_clear_errors(tmp_path):
+    from crayon_hf import Tokenizer
+
+    with pytest.raises(ValueError, match="not valid JSON"):
+        Tokenizer.from_str("{not json")
+    with pytest.raises(ValueError, match="no 'model' object"):
+        Tokenizer.from_str('{"version": "1.0"}')
+    data = _train()
+    broken = json.loads(json.dumps(data))
+    broken["model"]["merges"].append("Ġqqq zzz")
+    with pytest.raises(ValueError, match=r"model.merges\[\d+\]: token 'Ġqqq' is not in the vocabulary"):
+        Tokenizer.from_str(json.dumps(broken))
+    broken = json.loads(json.dumps(data))
+    broken["model"]["merges"].append("a b c")
+    with pytest.raises(ValueError, match="two tokens separated by one space"):
+        Tokenizer.from_str(json.dumps(broken))
+    broken = json.loads(json.dumps(data))
+    broken["model"]["unk_token"] = "<nope>"
+    with pytest.raises(ValueError, match="unk_token"):
+        Tokenizer.from_str(json.dumps(broken))
+    path = tmp_path / "empty.json"
+    path.write_bytes(b"")
+    with pytest.raises(ValueError):
+        Tokenizer.from_file(path)
+
+
+def test_damaged_tokenizer_cartridge_is_refused(tmp_path):
+    from crayon_hf import Tokenizer
+
+    tok = Tokenizer.from_str(json.dumps(_train()))
+    good = tmp_path / "good.dat"
+    tok.save_cartridge(good)
+    image = bytearray(good.read_bytes())
+    for where in (100, len(image) // 2, len(image) - 10):
+        bad = tmp_path / f"bad{where}.dat"
+        flipped = bytearray(image)
+        flipped[where] ^= 0x40
+        bad.write_bytes(bytes(flipped))
+        with pytest.raises(ValueError):
+            Tokenizer.from_file(bad)
+    truncated = tmp_path / "short.dat"
+    truncated.write_bytes(bytes(image[: len(image) // 3]))
+    with pytest.raises(ValueError):
+        Tokenizer.from_file(truncated)
