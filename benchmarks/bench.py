@@ -408,13 +408,9 @@ def write_hf_results(results: list[dict], info: dict) -> None:
         "|---|---|---|---|---|---:|",
     ]
     for r in results:
-        b, ld = r["batch"], r["load"]
-        lines.append(
-            f"| {r['vocab']} | {r['backend']} | {b['tokenizers']:.1f} / {b['crayon']:.1f} (x{b['crayon'] / b['tokenizers']:.1f})"
-            f" ({' / '.join(f'{b[x]:.1f}' if x in b else '-' for x in ('tokie', 'fastokens'))}) "
-            f"| {ld['tokenizers_in_process_ms']:.1f} / {ld['crayon_in_process_ms']:.2f} "
-            f"| {ld['tokenizers_fresh_process_ms']:.0f} / {ld['crayon_fresh_process_ms']:.0f} | {ld['cartridge_bytes'] / 1e6:.1f} |"
-        )
+        b = r["batch"]
+        optional = " / ".join(f"{b[x]:.1f}" if x in b else "-" for x in ("tokie", "fastokens"))
+        lines.append(_batch_load_row(f"{r['vocab']} | {r['backend']}", r, "tokenizers", 1, 2, f" ({optional})"))
     (RESULTS / "tokenizers.md").write_text("\n".join(lines) + "\n")
     try:
         plot(results, info, reference="tokenizers", stem="tokenizers")
@@ -474,6 +470,16 @@ def _speed_row(vocab: str, corpus: str, row: dict, ref: dict, ours: dict, digits
     )
 
 
+def _batch_load_row(label: str, r: dict, ref: str, ratio_digits: int, ms_digits: int, extra: str = "") -> str:
+    """One markdown row: batch speeds and ratio, in-process and fresh-process load, cartridge size."""
+    b, ld = r["batch"], r["load"]
+    return (
+        f"| {label} | {b[ref]:.1f} / {b['crayon']:.1f} (x{b['crayon'] / b[ref]:.{ratio_digits}f}){extra} "
+        f"| {ld[f'{ref}_in_process_ms']:.1f} / {ld['crayon_in_process_ms']:.{ms_digits}f} "
+        f"| {ld[f'{ref}_fresh_process_ms']:.0f} / {ld['crayon_fresh_process_ms']:.0f} | {ld['cartridge_bytes'] / 1e6:.1f} |"
+    )
+
+
 def write_results(results: list[dict], info: dict, isolated: dict | None = None) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "tiktoken.json").write_text(
@@ -499,12 +505,7 @@ def write_results(results: list[dict], info: dict, isolated: dict | None = None)
         "|---|---|---|---|---:|",
     ]
     for r in results:
-        b, ld = r["batch"], r["load"]
-        lines.append(
-            f"| {r['vocab']} | {b['tiktoken']:.1f} / {b['crayon']:.1f} (x{b['crayon'] / b['tiktoken']:.2f}) "
-            f"| {ld['tiktoken_in_process_ms']:.1f} / {ld['crayon_in_process_ms']:.3f} "
-            f"| {ld['tiktoken_fresh_process_ms']:.0f} / {ld['crayon_fresh_process_ms']:.0f} | {ld['cartridge_bytes'] / 1e6:.1f} |"
-        )
+        lines.append(_batch_load_row(r["vocab"], r, "tiktoken", 2, 3))
     if isolated:
         lines += [
             "",

@@ -21,13 +21,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from crayon_hf._hf.decoders import bytes_to_unicode
+
 __all__ = [
     "Unsupported",
     "NativePlan",
     "parse_tokenizer_json",
     "plan_native",
     "build_hf_cartridge",
-    "byte_level_alphabet",
 ]
 
 # Components the engine runs natively (the native side re-checks and may still refuse).
@@ -44,21 +45,8 @@ class Unsupported(Exception):
         self.reason = reason
 
 
-def byte_level_alphabet() -> list[str]:
-    """GPT-2's bytes_to_unicode: the character standing for each byte, indexed by byte."""
-    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    chars: list[str] = [""] * 256
-    extra = 0
-    for b in range(256):
-        if b in printable:
-            chars[b] = chr(b)
-        else:
-            chars[b] = chr(0x100 + extra)
-            extra += 1
-    return chars
-
-
-_CHAR_TO_BYTE = {c: b for b, c in enumerate(byte_level_alphabet())}
+# GPT-2's bytes_to_unicode, shared with the ByteLevel decoder: character -> the byte it stands for.
+_CHAR_TO_BYTE = {c: b for b, c in bytes_to_unicode().items()}
 
 
 def _to_bytes(token: str) -> bytes | None:
