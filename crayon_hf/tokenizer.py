@@ -457,12 +457,13 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ encoding
 
-    def _raw(self, sequence: Any, is_pretokenized: bool, type_id: int) -> Encoding:
+    def _raw(self, sequence: Any, is_pretokenized: bool, type_id: int, encode_special: bool | None = None) -> Encoding:
         vocab = self._vocab_lazy
+        special = self._encode_special_tokens if encode_special is None else encode_special
         if not is_pretokenized:
             if not isinstance(sequence, str):
                 raise TypeError(f"TextInputSequence must be str, not {type(sequence).__name__}")
-            ids, offsets, words, texts = self._engine.encode(sequence, self._encode_special_tokens)
+            ids, offsets, words, texts = self._engine.encode(sequence, special)
             tokens = None
             if texts:
                 tokens = [vocab[i] for i in ids.tolist()]
@@ -471,7 +472,7 @@ class Tokenizer:
             return Encoding.from_arrays(ids, offsets, words, None, vocab, type_id, tokens)
         if isinstance(sequence, str) or not isinstance(sequence, (list, tuple)):
             raise TypeError("PreTokenizedInputSequence must be a list or tuple of str")
-        parts = [self._engine.encode(w, self._encode_special_tokens) for w in sequence]
+        parts = [self._engine.encode(w, special) for w in sequence]
         ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint32)
         offsets = np.concatenate([p[1] for p in parts]) if parts else np.zeros((0, 2), np.int64)
         words = np.concatenate([np.full(len(p[0]), i, np.int64) for i, p in enumerate(parts)]) if parts else np.zeros(0, np.int64)
@@ -507,6 +508,14 @@ class Tokenizer:
                      add_special_tokens: bool = True) -> list[Any]:
         if self._ref is not None:
             return self._ref.encode_batch(input, is_pretokenized, add_special_tokens)
+        return self._encode_batch_with(input, is_pretokenized, add_special_tokens, self._truncation, self._padding,
+                                       self._encode_special_tokens)
+
+    def _encode_batch_with(self, input: Sequence[Any], is_pretokenized: bool, add_special_tokens: bool,
+                           truncation: TruncationParams | None, padding: PaddingParams | None,
+                           encode_special: bool, num_threads: int = 0) -> list[Encoding]:
+        """encode_batch with explicit settings instead of this tokenizer's state (CrayonTokenizer
+        calls it from several threads with per-call truncation and padding)."""
         items = list(input)
         singles = all(isinstance(x, str) for x in items)
         if singles and not is_pretokenized:
@@ -514,9 +523,9 @@ class Tokenizer:
 
             # The whole batch at once: one raw matrix (views per document), one offset trim.
             raws = Encoding._from_native_batch(
-                self._engine.encode_batch(items, self._encode_special_tokens, 0), self._vocab_lazy
+                self._engine.encode_batch(items, encode_special, num_threads), self._vocab_lazy
             )
-            out = post_process_batch(raws, add_special_tokens, self._truncation, self._processor)
+            out = post_process_batch(raws, add_special_tokens, truncation, self._processor)
         else:
             out = []
             for x in items:
@@ -524,11 +533,11 @@ class Tokenizer:
                     a, b = x
                 else:
                     a, b = x, None
-                first = self._raw(a, is_pretokenized, 0)
-                second = self._raw(b, is_pretokenized, 1) if b is not None else None
-                out.append(post_process(first, second, add_special_tokens, self._truncation, None, self._processor))
-        if self._padding is not None:
-            pad_encodings(out, self._padding)
+                first = self._raw(a, is_pretokenized, 0, encode_special)
+                second = self._raw(b, is_pretokenized, 1, encode_special) if b is not None else None
+                out.append(post_process(first, second, add_special_tokens, truncation, None, self._processor))
+        if padding is not None:
+            pad_encodings(out, padding)
         return out
 
     # ------------------------------------------------------------------ decoding

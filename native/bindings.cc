@@ -472,6 +472,53 @@ void bind_hf(py::module_& m) {
         for (size_t i = 0; i < out.size(); ++i) result[i] = raw_to_python(views[i], out[i]);
         return result;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0)
+      .def("encode_batch_matrix", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads) {
+        // The whole batch as one (7, n) int64 matrix in crayon_hf.Encoding's row order (ID, TYPE,
+        // START, END, WORD, SPECIAL, ATTN), char offsets, plus the column bounds of each text: no
+        // per-document Python objects. Encoding and the offset conversion run without the GIL.
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const size_t b = views.size();
+        std::vector<RawEncoding> out(b);
+        py::array_t<int64_t> bounds(b + 1);
+        int64_t* bd = bounds.mutable_data();
+        {
+          py::gil_scoped_release release;
+          parallel_for(b, num_threads, [&](size_t i) {
+            pe->encode(views[i], encode_special_tokens, out[i]);
+            to_char_offsets(views[i], out[i].starts, out[i].ends);
+          });
+        }
+        bd[0] = 0;
+        for (size_t i = 0; i < b; ++i) bd[i + 1] = bd[i] + static_cast<int64_t>(out[i].ids.size());
+        const size_t n = static_cast<size_t>(bd[b]);
+        py::array_t<int64_t> m({size_t{7}, n});
+        int64_t* base = m.mutable_data();
+        {
+          py::gil_scoped_release release;
+          parallel_for(b, num_threads, [&](size_t i) {
+            const RawEncoding& r = out[i];
+            const size_t at = static_cast<size_t>(bd[i]);
+            for (size_t k = 0, len = r.ids.size(); k < len; ++k) {
+              base[0 * n + at + k] = r.ids[k];
+              base[1 * n + at + k] = 0;
+              base[2 * n + at + k] = r.starts[k];
+              base[3 * n + at + k] = r.ends[k];
+              base[4 * n + at + k] = r.words[k];
+              base[5 * n + at + k] = 0;
+              base[6 * n + at + k] = 1;
+            }
+          });
+        }
+        py::list token_text;
+        for (size_t i = 0; i < b; ++i)
+          for (auto& [k, s] : out[i].token_text)
+            token_text.append(py::make_tuple(bd[i] + k, py::str(s.data(), s.size())));
+        return py::make_tuple(m, bounds, token_text);
+      }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
+      "Every text up to the model, as (matrix int64 (7, n), bounds int64 (len(texts) + 1), "
+      "[(column, token string)] for added tokens whose string is not their content).")
       .def("decode_byte_level", [](const PyHfEngine& pe, const py::handle& ids, const py::bytes& skip) {
         const std::vector<uint32_t> v = ids_from(ids);
         const std::vector<uint8_t> mask = mask_from(skip);

@@ -1,0 +1,569 @@
+"""CrayonTokenizer: the transformers face of crayon-hf.
+
+A `CrayonTokenizer` *is* the tokenizer transformers would have given you (the same class, the
+same `tokenizers.Tokenizer` in ``_tokenizer``, the same conventions: `model_input_names`,
+`padding_side`, bos/eos handling, chat templates), with the hot calls answered by the native
+engine:
+
+- ``tok(...)`` / `encode` / `batch_encode`-style calls build the `BatchEncoding` from arrays the
+  engine produces for the whole batch (truncation, special tokens, padding, masks and offsets
+  included), not from per-encoding Python lists. Per-encoding objects (`tokens()`, `word_ids()`,
+  `char_to_token()`, ...) are built lazily when asked for.
+- `decode` / `batch_decode` run natively.
+- Calls are stateless: padding and truncation are arguments of each call, never settings left on a
+  shared backend, so threads calling one tokenizer with different lengths cannot interfere.
+
+Everything else (vocabulary, added tokens, special-token bookkeeping, chat templates) is
+transformers' own code on the real backend, so it cannot drift. Whatever the engine cannot
+reproduce exactly for a folder runs on that backend; `tok.crayon_backend` says which.
+
+How an instance comes to be: transformers loads the folder as usual (the original class, e.g.
+`Qwen2Tokenizer`), then the instance moves to a subclass of that class and `CrayonTokenizer`
+(`CrayonQwen2Tokenizer`), which compiles the backend's exact state (`_tokenizer.to_str()`, after
+everything the class's `__init__` did to it) into a cartridge, cached by content hash. A folder
+written by `save_pretrained` carries that cartridge as ``crayon.dat`` and maps it directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from transformers.tokenization_utils_base import BatchEncoding, PaddingStrategy, TensorType, TruncationStrategy
+from transformers.tokenization_utils_tokenizers import TokenizersBackend
+
+from crayon_hf import _transformers_hook as hook
+from crayon_hf._cache import atomic_write
+from crayon_hf._hf.batch import encode_singles
+from crayon_hf._hf.encoding import ATTN, ID, SPECIAL, TYPE
+from crayon_hf._hf.postprocess import PaddingParams, TruncationParams
+
+__all__ = ["CrayonTokenizer", "patch_transformers", "unpatch_transformers"]
+
+CARTRIDGE_FILE = "crayon.dat"
+REMOTE_CODE_FILE = "crayon_tokenizer.py"
+CONFIG_FORMAT = 1
+
+# Methods an original class may override; where it does, its version runs (on the backend).
+_ACCELERATED = ("_encode_plus", "_decode")
+
+_REMOTE_CODE = '''"""Loads this tokenizer with crayon-hf (https://pypi.org/project/crayon-hf/): the native engine,
+with identical outputs. Written by `save_pretrained(..., crayon_remote_code=True)`; used by
+`AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`. Needs `pip install crayon-hf`."""
+
+from crayon_hf.transformers import CrayonTokenizer as _CrayonTokenizer
+
+
+class CrayonTokenizer(_CrayonTokenizer):
+    pass
+'''
+
+
+def _threads() -> int:
+    """0 (every core) unless TOKENIZERS_PARALLELISM turns parallelism off, as for tokenizers."""
+    value = os.environ.get("TOKENIZERS_PARALLELISM", "").strip().lower()
+    return 1 if value in ("0", "false", "off", "no", "n", "f") else 0
+
+
+class CrayonTokenizer(TokenizersBackend):
+    """A transformers tokenizer with the native engine behind its hot calls (module docstring).
+
+    Get one with `CrayonTokenizer.from_pretrained(folder_or_hub_id)`, or with
+    `AutoTokenizer.from_pretrained` for folders saved by crayon-hf (and for every folder after
+    `crayon_hf.patch_transformers()`). Instances are also instances of the original class."""
+
+    _crayon_original: type | None = None
+    _crayon_deferred: frozenset[str] = frozenset()
+
+    # ------------------------------------------------------------------ loading
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: Any, *inputs: Any, **kwargs: Any) -> CrayonTokenizer:
+        """The tokenizer `AutoTokenizer.from_pretrained` would load (same arguments), accelerated.
+
+        A folder saved by crayon-hf names its original class and carries its cartridge; any other
+        folder or hub id is loaded by transformers' own resolution first."""
+        kwargs.pop("trust_remote_code", None)  # our remote-code module is this class: nothing to trust
+        entry = hook.crayon_entry(pretrained_model_name_or_path, kwargs)
+        original = cls._crayon_original
+        if original is None and entry is not None and entry.get("tokenizer_class"):
+            original = _class_named(entry["tokenizer_class"])
+        if original is None:
+            from transformers import AutoTokenizer
+
+            auto = getattr(AutoTokenizer, "_crayon_original_from_pretrained", None)
+            load = auto.__func__.__get__(AutoTokenizer) if auto is not None else AutoTokenizer.from_pretrained
+            stock = load(pretrained_model_name_or_path, *inputs, **kwargs)
+        else:
+            stock = original.from_pretrained(pretrained_model_name_or_path, *inputs, **kwargs)
+        return _accelerate(stock, pretrained_model_name_or_path, entry, kwargs, explicit=True)
+
+    def _crayon_setup(self, cartridge: str | None = None) -> None:
+        self._crayon_lock = threading.RLock()
+        self._crayon_sync(cartridge)
+
+    def _crayon_sync(self, cartridge: str | None = None) -> None:
+        """Compile (or find in the cache, or map `cartridge` when it was built from exactly this
+        state) the backend's current state."""
+        from crayon_hf.tokenizer import Tokenizer
+
+        text = self._tokenizer.to_str().encode("utf-8")
+        digest = hashlib.sha256(text).hexdigest()
+        engine = None
+        if cartridge is not None and os.path.isfile(cartridge):
+            try:
+                candidate = Tokenizer.from_cartridge(cartridge)
+            except ValueError:
+                candidate = None  # a damaged or foreign file: compile instead
+            if candidate is not None and candidate._meta.get("source_sha256") == digest and candidate._ref is None:
+                engine = candidate
+        if engine is None:
+            engine = Tokenizer.from_buffer(text, source=f"{type(self).__name__} backend")
+        if engine._ref is not None:
+            self._crayon = None
+            self.crayon_backend = engine.crayon_backend
+        else:
+            self._crayon = engine
+            deferred = sorted(self._crayon_deferred)
+            self.crayon_backend = "native" if not deferred else f"native (except {', '.join(deferred)})"
+        self._crayon_digest = digest
+        self._crayon_size = self._tokenizer.get_vocab_size(True)
+
+    def _engine(self, method: str) -> Any:
+        """The native tokenizer for `method`, or None where the backend must run it."""
+        if method in self._crayon_deferred:
+            return None
+        if self._crayon_size != self._tokenizer.get_vocab_size(True):
+            with self._crayon_lock:  # tokens added on the backend directly
+                self._crayon_sync()
+        return self._crayon
+
+    def crayon_sync(self) -> None:
+        """Recompile after changing `backend_tokenizer` directly (its normalizer, pre-tokenizer,
+        ...); changes made through this tokenizer's own methods are followed automatically."""
+        with self._crayon_lock:
+            self._crayon_sync()
+
+    # ------------------------------------------------------------------ state changes
+
+    def _add_tokens(self, new_tokens: list[Any], special_tokens: bool = False) -> int:
+        added = super()._add_tokens(new_tokens, special_tokens)
+        engine = getattr(self, "_crayon", None)
+        if engine is not None:
+            with self._crayon_lock:
+                # The same call on the overlay of the mapped cartridge; recompile if they disagree.
+                (engine.add_special_tokens if special_tokens else engine.add_tokens)(new_tokens)
+                self._crayon_size = self._tokenizer.get_vocab_size(True)
+                if engine.get_added_tokens_decoder() != self._tokenizer.get_added_tokens_decoder():
+                    self._crayon_sync()
+        return added
+
+    def update_post_processor(self) -> None:
+        super().update_post_processor()
+        if getattr(self, "_crayon_lock", None) is not None:
+            with self._crayon_lock:
+                self._crayon_sync()
+
+    # ------------------------------------------------------------------ encoding
+
+    def _encode_plus(
+        self,
+        text: Any,
+        text_pair: Any = None,
+        add_special_tokens: bool = True,
+        padding_strategy: PaddingStrategy = PaddingStrategy.DO_NOT_PAD,
+        truncation_strategy: TruncationStrategy = TruncationStrategy.DO_NOT_TRUNCATE,
+        max_length: int | None = None,
+        stride: int = 0,
+        is_split_into_words: bool = False,
+        pad_to_multiple_of: int | None = None,
+        padding_side: str | None = None,
+        return_tensors: str | TensorType | None = None,
+        return_token_type_ids: bool | None = None,
+        return_attention_mask: bool | None = None,
+        return_overflowing_tokens: bool = False,
+        return_special_tokens_mask: bool = False,
+        return_offsets_mapping: bool = False,
+        return_length: bool = False,
+        verbose: bool = True,
+        split_special_tokens: bool | None = None,
+        **kwargs: Any,
+    ) -> BatchEncoding:
+        engine = self._engine("_encode_plus")
+        if engine is None or kwargs.get("sanitize_control_tokens"):
+            with self._crayon_lock:  # the backend's padding and truncation are shared state
+                return super()._encode_plus(
+                    text, text_pair, add_special_tokens, padding_strategy, truncation_strategy, max_length, stride,
+                    is_split_into_words, pad_to_multiple_of, padding_side, return_tensors, return_token_type_ids,
+                    return_attention_mask, return_overflowing_tokens, return_special_tokens_mask,
+                    return_offsets_mapping, return_length, verbose, split_special_tokens, **kwargs,
+                )
+        items, is_batched = _batch_items(text, text_pair, is_split_into_words)
+        truncation = None
+        if truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE:
+            truncation = TruncationParams.from_kwargs(
+                max_length, stride=stride, strategy=truncation_strategy.value, direction=self.truncation_side
+            )
+            truncation.validate(engine.num_special_tokens_to_add(False))
+        padding = None
+        if padding_strategy != PaddingStrategy.DO_NOT_PAD:
+            padding = PaddingParams.from_kwargs(
+                length=max_length if padding_strategy == PaddingStrategy.MAX_LENGTH else None,
+                direction=padding_side if padding_side is not None else self.padding_side,
+                pad_id=self.pad_token_id,
+                pad_token=self.pad_token,
+                pad_type_id=self.pad_token_type_id,
+                pad_to_multiple_of=pad_to_multiple_of,
+            )
+        if split_special_tokens is None:
+            split_special_tokens = self.split_special_tokens
+        if return_token_type_ids is None:
+            return_token_type_ids = "token_type_ids" in self.model_input_names
+        if return_attention_mask is None:
+            return_attention_mask = "attention_mask" in self.model_input_names
+        tensors = None if return_tensors is None else TensorType(return_tensors).value
+        wanted = (return_token_type_ids, return_attention_mask, return_special_tokens_mask,
+                  return_offsets_mapping, return_length)
+
+        batch = None
+        if not is_split_into_words and not return_overflowing_tokens and all(type(x) is str for x in items):
+            batch = encode_singles(engine, items, add_special_tokens, truncation, padding, split_special_tokens,
+                                   _threads())
+        if batch is not None:
+            data = _arrays_to_data(batch, wanted, tensors)
+            encodings: Any = batch.encodings
+            longest = batch.padded.shape[2] if batch.padded is not None else int(np.diff(batch.bounds).max())
+            self._eventual_warn_about_too_long_sequence(range(longest), max_length, verbose)
+            output = BatchEncoding(data, encodings, tensor_type=return_tensors, n_sequences=1)
+        else:
+            encodings = engine._encode_batch_with(items, is_split_into_words, add_special_tokens, truncation, padding,
+                                                  split_special_tokens, _threads())
+            output = self._encodings_to_batch(encodings, wanted, return_overflowing_tokens, max_length, verbose,
+                                              return_tensors)
+        if not is_batched and return_tensors is None and not return_overflowing_tokens:
+            output = BatchEncoding(
+                {k: (v[0] if len(v) > 0 and isinstance(v[0], list) else v) for k, v in output.items()},
+                output.encodings,
+            )
+        return output
+
+    def _encodings_to_batch(self, encodings: list[Any], wanted: tuple[bool, ...], overflowing: bool,
+                            max_length: int | None, verbose: bool, return_tensors: Any) -> BatchEncoding:
+        """Per-encoding assembly, as transformers does it (pairs, words, overflowing tokens)."""
+        type_ids, attention, special, offsets, length = wanted
+        per_input = [
+            self._convert_encoding(e, type_ids, attention, overflowing, special, offsets, length, verbose)
+            for e in encodings
+        ]
+        data: dict[str, list[Any]] = {}
+        for key in per_input[0][0]:
+            data[key] = [row for fields, _ in per_input for row in fields[key]]
+        flat = [e for _, group in per_input for e in group]
+        if overflowing:
+            data["overflow_to_sample_mapping"] = [i for i, (fields, _) in enumerate(per_input)
+                                                  for _ in fields["input_ids"]]
+        for ids in data["input_ids"]:
+            self._eventual_warn_about_too_long_sequence(ids, max_length, verbose)
+        return BatchEncoding(data, flat, tensor_type=return_tensors)
+
+    # ------------------------------------------------------------------ decoding
+
+    def _decode(self, token_ids: Any, skip_special_tokens: bool = False,
+                clean_up_tokenization_spaces: bool | None = None, **kwargs: Any) -> str:
+        engine = self._engine("_decode")
+        if engine is None:
+            return super()._decode(token_ids, skip_special_tokens, clean_up_tokenization_spaces, **kwargs)
+        if isinstance(token_ids, int):
+            token_ids = [token_ids]
+        if isinstance(token_ids, dict):
+            token_ids = token_ids["input_ids"]
+        text = engine.decode(token_ids, skip_special_tokens=skip_special_tokens)
+        if clean_up_tokenization_spaces is None:
+            clean_up_tokenization_spaces = self.clean_up_tokenization_spaces
+        if not clean_up_tokenization_spaces:
+            return text
+        if type(self.backend_tokenizer.model).__name__ == "BPE" and \
+                not self.clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output:
+            # transformers skips the WordPiece clean-up on BPE models; its own call warns once.
+            super()._decode([], False, True)
+            return text
+        return self.clean_up_tokenization(text)
+
+    # ------------------------------------------------------------------ saving
+
+    def save_pretrained(self, save_directory: Any, *args: Any, crayon_remote_code: bool = False,
+                        **kwargs: Any) -> tuple[str, ...]:
+        """transformers' `save_pretrained`, plus ``crayon.dat`` (the cartridge) and a ``"crayon"``
+        entry in tokenizer_config.json; the original `tokenizer_class` is kept, so transformers
+        alone loads the folder as before. ``crayon_remote_code=True`` also writes an `auto_map`
+        and its module, for `AutoTokenizer.from_pretrained(dir, trust_remote_code=True)` without
+        importing crayon-hf (opt-in: with an `auto_map`, loading without trust_remote_code fails)."""
+        self._crayon_remote_code = crayon_remote_code
+        try:
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        finally:
+            self._crayon_remote_code = False
+
+    def _save_pretrained(self, save_directory: Any, file_names: tuple[str, ...], legacy_format: bool | None = None,
+                         filename_prefix: str | None = None) -> tuple[str, ...]:
+        files = super()._save_pretrained(save_directory, file_names, legacy_format, filename_prefix)
+        prefix = filename_prefix + "-" if filename_prefix else ""
+        with self._crayon_lock:
+            if self._crayon is not None and self._crayon_digest != _digest(self._tokenizer):
+                self._crayon_sync()
+            entry: dict[str, Any] = {
+                "format": CONFIG_FORMAT,
+                "tokenizer_class": _saved_class_name(self),
+                "cartridge": None,
+                "source_sha256": self._crayon_digest,
+            }
+            if self._crayon is not None:
+                cartridge = Path(save_directory) / f"{prefix}{CARTRIDGE_FILE}"
+                self._crayon_cartridge_to(cartridge)
+                entry["cartridge"] = cartridge.name
+                files = files + (str(cartridge),)
+        config_file = next(f for f in file_names if f.endswith("tokenizer_config.json"))
+        with open(config_file, encoding="utf-8") as f:
+            config = json.load(f)
+        config["tokenizer_class"] = entry["tokenizer_class"]
+        config[hook.CONFIG_KEY] = entry
+        if getattr(self, "_crayon_remote_code", False):
+            module = Path(save_directory) / REMOTE_CODE_FILE
+            module.write_text(_REMOTE_CODE, encoding="utf-8")
+            config["auto_map"] = {"AutoTokenizer": [None, f"{module.stem}.CrayonTokenizer"]}
+            files = files + (str(module),)
+        with open(config_file, "w", encoding="utf-8") as f:
+            f.write(json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        return files
+
+    def _crayon_cartridge_to(self, target: Path) -> None:
+        """The cartridge of the backend's current state (tokens added since load compiled in)."""
+        from crayon_hf.tokenizer import Tokenizer
+
+        engine = self._crayon
+        if engine._added != engine._meta["added_tokens"]:
+            engine = Tokenizer.from_buffer(self._tokenizer.to_str().encode("utf-8"))
+        atomic_write(target, Path(engine._cartridge_path).read_bytes())
+
+    # ------------------------------------------------------------------ pickling
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        """Pickled as the original class's state plus a reference to the cartridge (path and
+        checksum); the child maps the same file, or recompiles the backend's state where the file
+        is not there (another host) -- never a copy of the cartridge in the pickle."""
+        state = {k: v for k, v in self.__dict__.items() if not k.startswith("_crayon")}
+        ref = None
+        if self._crayon is not None:
+            from crayon_hf._native import native
+
+            path = self._crayon._cartridge_path
+            ref = (path, native.cartridge_info(path, False)["checksum"], self._crayon_digest)
+        return (_unpickle, (self._crayon_original or TokenizersBackend, state, ref))
+
+
+def _unpickle(original: type, state: dict[str, Any], ref: tuple[str, int, str] | None) -> CrayonTokenizer:
+    tok = original.__new__(original)
+    tok.__dict__.update(state)
+    tok.__class__ = _crayon_class(original)
+    cartridge = None
+    if ref is not None and os.path.isfile(ref[0]):
+        from crayon_hf._native import native
+
+        try:
+            if native.cartridge_info(ref[0], False)["checksum"] == ref[1]:
+                cartridge = ref[0]
+        except ValueError:
+            pass
+    tok._crayon_setup(cartridge)
+    return tok
+
+
+# ---------------------------------------------------------------------------- classes
+
+
+_CLASSES: dict[type, type] = {}
+_CLASSES_LOCK = threading.Lock()
+
+
+def _crayon_class(original: type) -> type:
+    """The CrayonTokenizer subclass of `original` (one per class, created on first use)."""
+    if original is TokenizersBackend:
+        return CrayonTokenizer
+    if issubclass(original, CrayonTokenizer):
+        return original
+    with _CLASSES_LOCK:
+        cls = _CLASSES.get(original)
+        if cls is None:
+            mro = original.__mro__
+            own = mro[: mro.index(TokenizersBackend)]
+            deferred = frozenset(m for m in _ACCELERATED if any(m in c.__dict__ for c in own))
+            cls = type(f"Crayon{original.__name__}", (CrayonTokenizer, original), {
+                "__module__": __name__,
+                "__doc__": f"{original.__name__} with the crayon-hf engine (see CrayonTokenizer).",
+                "_crayon_original": original,
+                "_crayon_deferred": deferred,
+            })
+            _CLASSES[original] = cls
+        return cls
+
+
+def _class_named(name: str) -> type | None:
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    for candidate in (name, name.removesuffix("Fast"), name + "Fast"):
+        cls = tokenizer_class_from_name(candidate)
+        if cls is not None:
+            return TokenizersBackend if cls.__name__ == "PythonBackend" else cls
+    return None
+
+
+def _saved_class_name(tok: CrayonTokenizer) -> str:
+    """What transformers writes as `tokenizer_class` for the original class."""
+    name = (tok._crayon_original or TokenizersBackend).__name__
+    if name.endswith("Fast") and getattr(tok, "can_save_slow_tokenizer", False):
+        name = name[:-4]
+    return name
+
+
+def _digest(backend: Any) -> str:
+    return hashlib.sha256(backend.to_str().encode("utf-8")).hexdigest()
+
+
+def _cartridge_of(path: Any, entry: dict[str, Any] | None, kwargs: dict[str, Any]) -> str | None:
+    """The folder's (or hub repository's) saved cartridge, if its entry names one."""
+    name = entry.get("cartridge") if entry else None
+    if not isinstance(name, str) or "/" in name or "\\" in name:
+        return None
+    subfolder = kwargs.get("subfolder") or ""
+    if os.path.isdir(str(path)):
+        local = os.path.join(str(path), subfolder, name)
+        return local if os.path.isfile(local) else None
+    try:
+        from transformers.utils import cached_file
+
+        hub = {k: kwargs[k] for k in hook._HUB_KWARGS if k in kwargs}
+        return cached_file(path, name, _raise_exceptions_for_missing_entries=False, **hub)
+    except (OSError, ValueError):
+        return None
+
+
+def _accelerate(stock: Any, path: Any, entry: dict[str, Any] | None, kwargs: dict[str, Any],
+                explicit: bool) -> Any:
+    """Move a freshly loaded stock tokenizer to its CrayonTokenizer class and compile it."""
+    if isinstance(stock, CrayonTokenizer):
+        return stock
+    if not isinstance(stock, TokenizersBackend):
+        if explicit:
+            raise ValueError(
+                f"{path} loads as {type(stock).__name__}, which has no tokenizers backend (tokenizer.json); "
+                "CrayonTokenizer accelerates TokenizersBackend tokenizers only"
+            )
+        return stock
+    stock.__class__ = _crayon_class(type(stock))
+    stock._crayon_setup(_cartridge_of(path, entry, kwargs))
+    return stock
+
+
+def _auto_from_pretrained(original: Any, cls: type, path: Any, entry: dict[str, Any] | None,
+                          inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """`AutoTokenizer.from_pretrained` for a folder saved by crayon-hf, or any folder after
+    `patch_transformers()`."""
+    if entry is not None:
+        return CrayonTokenizer.from_pretrained(path, *inputs, **kwargs)
+    return _accelerate(original(cls, path, *inputs, **kwargs), path, None, kwargs, explicit=False)
+
+
+def patch_transformers() -> None:
+    """From now on, `AutoTokenizer.from_pretrained` returns CrayonTokenizers wherever it would
+    return a tokenizers-backed tokenizer (the stock backend stays as the fallback)."""
+    hook.set_patch_all(True)
+
+
+def unpatch_transformers() -> None:
+    """Undo `patch_transformers` (folders saved by crayon-hf still load as CrayonTokenizer)."""
+    hook.set_patch_all(False)
+
+
+# ---------------------------------------------------------------------------- assembly
+
+_INVALID_TEXT = (
+    "text input must be of type `str` (single example), `list[str]` (batch or single pretokenized example) "
+    "or `list[list[str]]` (batch of pretokenized examples) or `list[tuple[list[str], list[str]]]` (batch of "
+    "pretokenized sequence pairs)."
+)
+
+
+def _valid_text(t: Any) -> bool:
+    """transformers' accepted shapes: str, list of str, list of lists of str, one level deeper."""
+    if isinstance(t, str):
+        return True
+    if not isinstance(t, (list, tuple)):
+        return False
+    if len(t) == 0 or isinstance(t[0], str):
+        return True
+    if not isinstance(t[0], (list, tuple)):
+        return False
+    if len(t[0]) == 0 or isinstance(t[0][0], str):
+        return True
+    return isinstance(t[0][0], (list, tuple)) and (len(t[0][0]) == 0 or isinstance(t[0][0][0], str))
+
+
+def _batch_items(text: Any, text_pair: Any, is_split_into_words: bool) -> tuple[list[Any], bool]:
+    """The batch transformers' `_encode_plus` builds, with its checks and messages."""
+    if not _valid_text(text) or (text_pair is not None and not _valid_text(text_pair)):
+        raise ValueError(_INVALID_TEXT)
+    if is_split_into_words:
+        is_batched = bool(isinstance(text, (list, tuple)) and text and isinstance(text[0], (list, tuple)))
+    else:
+        is_batched = isinstance(text, (list, tuple))
+    if not is_batched:
+        return ([(text, text_pair)] if text_pair else [text]), False
+    if isinstance(text_pair, str):
+        raise TypeError(
+            "when tokenizing batches of text, `text_pair` must be a list or tuple with the same length as `text`."
+        )
+    if text_pair is not None and len(text) != len(text_pair):
+        raise ValueError(
+            f"batch length of `text`: {len(text)} does not match batch length of `text_pair`: {len(text_pair)}."
+        )
+    return (list(zip(text, text_pair)) if text_pair is not None else list(text)), True
+
+
+def _arrays_to_data(batch: Any, wanted: tuple[bool, ...], tensors: str | None) -> dict[str, Any]:
+    """The BatchEncoding fields from the batch arrays: arrays (or torch tensors) when padded and
+    tensors are asked for, else the lists transformers would build (it converts them itself)."""
+    type_ids, attention, special, offsets, length = wanted
+    data: dict[str, Any] = {"input_ids": batch.rows(ID)}
+    if type_ids:
+        data["token_type_ids"] = batch.rows(TYPE)
+    if attention:
+        data["attention_mask"] = batch.rows(ATTN)
+    if special:
+        data["special_tokens_mask"] = batch.rows(SPECIAL)
+    if offsets:
+        data["offset_mapping"] = batch.offsets()
+    if length:
+        data["length"] = batch.lengths()
+    if batch.padded is None or tensors == "np":
+        return data
+    if tensors == "pt":
+        import torch
+
+        return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in data.items()}
+    for k, v in data.items():  # lists, as transformers builds them (other frameworks convert those)
+        if isinstance(v, np.ndarray):
+            data[k] = [list(map(tuple, row)) for row in v.tolist()] if v.ndim == 3 else v.tolist()
+    return data
+
+
+def _ensure_hook() -> None:
+    hook.install()
+
+
+_ensure_hook()
