@@ -16,10 +16,16 @@ fresh process (import + load).
     python benchmarks/bench.py --isolated            # also each library alone in its own process
     python benchmarks/bench.py --hf                  # crayon_hf.Tokenizer vs tokenizers, byte-level folders
     python benchmarks/bench.py --hf --folder gpt2 --corpus en_gutenberg_big.txt --reps 3
+    python benchmarks/bench.py --transformers        # CrayonTokenizer vs the stock transformers tokenizer
 
-Writes benchmarks/results/tiktoken.{md,json,png}, or with --hf benchmarks/results/tokenizers.{md,json,png}.
+Writes benchmarks/results/tiktoken.{md,json,png}, or with --hf benchmarks/results/tokenizers.{md,json,png},
+or with --transformers benchmarks/results/transformers.{md,json,png}.
 For --hf, single-thread passes run pinned to one core and the batch runs on two (tokenizers' rayon
 pool is sized to 2); both libraries return Encoding objects and the timing includes reading `.ids`.
+For --transformers, both tokenizers come from the same folder in one process and run on two cores:
+`tok(1000 short texts, padding=True, truncation=True, max_length=128, return_tensors="np")` and the
+same call unpadded (lists); every pass takes the next 1000 documents of short_docs.jsonl (both
+tokenizers see each slice once), and parity compares every returned field.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ DEFAULT_CORPORA = ["en_gutenberg_big.txt", "code_python_stdlib.txt", "zh_honglou
 VOCABS = ["r50k_base", "cl100k_base", "o200k_base", "llama3"]
 HF_FOLDERS = ["gpt2", "roberta_base", "gpt_neox_20b", "phi2", "falcon", "llama3_1", "qwen2_5", "deepseek_v3", "clip",
               "whisper_large_v3"]
+TRANSFORMERS_FOLDERS = HF_FOLDERS + ["bert_base_uncased", "t5_small", "xlm_roberta_paraphrase_mpnet", "mistral_v0_1",
+                                     "phi3_mini", "gemma"]
 DOC_BYTES = 16 * 1024
 
 
@@ -418,6 +426,121 @@ def write_hf_results(results: list[dict], info: dict) -> None:
         print("matplotlib not installed: no plot (pip install matplotlib)")
 
 
+# ---------------------------------------------------------------------------- transformers face
+
+
+def _same_batch(a, b) -> bool:
+    import numpy as np
+
+    if list(a.keys()) != list(b.keys()):
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if isinstance(x, np.ndarray):
+            if not (isinstance(y, np.ndarray) and x.dtype == y.dtype and np.array_equal(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def bench_transformers(folder: str, reps: int, batch: int = 1000) -> dict:
+    from transformers import AutoTokenizer
+
+    from crayon_hf.transformers import CrayonTokenizer
+
+    path = str(SHARED / "vocab" / "hf" / folder)
+    CrayonTokenizer.from_pretrained(path)  # compile into the cache once; the load below maps it
+    t = time.perf_counter()
+    ref = AutoTokenizer.from_pretrained(path)
+    load_ref = time.perf_counter() - t
+    t = time.perf_counter()
+    ours = CrayonTokenizer.from_pretrained(path)
+    load_ours = time.perf_counter() - t
+    for tok in (ref, ours):
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+    docs = short_docs(batch * (reps + 1))
+    slices = [docs[i * batch : (i + 1) * batch] for i in range(reps + 1)]
+    calls = {
+        "padded": dict(padding=True, truncation=True, max_length=128, return_tensors="np"),
+        "unpadded": {},
+    }
+    out: dict = {"folder": folder, "class": type(ref).__name__, "backend": ours.crayon_backend,
+                 "load_ms": {"transformers": 1e3 * load_ref, "crayon": 1e3 * load_ours}, "calls": {}}
+    for name, kwargs in calls.items():
+        times: dict[str, list[float]] = {"transformers": [], "crayon": []}
+        same = 0
+        ref(slices[0], **kwargs), ours(slices[0], **kwargs)  # warm-up slice, not timed
+        for texts in slices[1:]:
+            results = {}
+            for label, tok in (("transformers", ref), ("crayon", ours)):
+                with _no_gc():
+                    t = time.perf_counter()
+                    results[label] = tok(texts, **kwargs)
+                    times[label].append(time.perf_counter() - t)
+            same += _same_batch(results["transformers"], results["crayon"])
+        row = {lib: {"ms": 1e3 * statistics.median(v), "ms_min": 1e3 * min(v), "ms_max": 1e3 * max(v)}
+               for lib, v in times.items()}
+        row["ratio"] = row["transformers"]["ms"] / row["crayon"]["ms"]
+        row["parity"] = same / len(slices[1:])
+        out["calls"][name] = row
+    return out
+
+
+def write_transformers_results(results: list[dict], info: dict) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "transformers.json").write_text(json.dumps({"machine": info, "results": results}, indent=2) + "\n")
+    lines = [
+        f"# CrayonTokenizer vs transformers {info['versions'].get('transformers', '?')} (same folder, same process)",
+        "",
+        f"{info['date']}, {info['cpu']} ({info['cores']} cores), Python {info['python']}. One call tokenizes 1000 "
+        "short documents of short_docs.jsonl (a new slice every pass, both tokenizers on the same slices, both on "
+        "all cores); median ms per call (min-max). Padded: `tok(texts, padding=True, truncation=True, "
+        "max_length=128, return_tensors=\"np\")`; unpadded: `tok(texts)`. Parity: passes whose outputs are "
+        "identical in every field (keys, dtypes, values).",
+        "",
+        "| folder | class | crayon backend | padded: transformers / crayon ms | ratio | unpadded: transformers / crayon ms | ratio | parity | load: transformers / crayon ms |",
+        "|---|---|---|---|---:|---|---:|---:|---|",
+    ]
+    for r in results:
+        p, u = r["calls"]["padded"], r["calls"]["unpadded"]
+        parity = min(p["parity"], u["parity"])
+        lines.append(
+            f"| {r['folder']} | {r['class']} | {r['backend']} "
+            f"| {p['transformers']['ms']:.1f} / {p['crayon']['ms']:.1f} | **{p['ratio']:.1f}x** "
+            f"| {u['transformers']['ms']:.1f} / {u['crayon']['ms']:.1f} | **{u['ratio']:.1f}x** "
+            f"| {100 * parity:.0f}% | {r['load_ms']['transformers']:.0f} / {r['load_ms']['crayon']:.0f} |"
+        )
+    (RESULTS / "transformers.md").write_text("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+        names = [r["folder"] for r in results]
+        for ax, call in zip(axes, ("padded", "unpadded")):
+            xs = range(len(results))
+            ax.bar([x - 0.2 for x in xs], [r["calls"][call]["transformers"]["ms"] for r in results], width=0.4,
+                   label="transformers (stock)", color="#999999")
+            ax.bar([x + 0.2 for x in xs], [r["calls"][call]["crayon"]["ms"] for r in results], width=0.4,
+                   label="CrayonTokenizer", color="#d9534f")
+            ax.set_xticks(list(xs))
+            ax.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
+            ax.set_title(f"tok(1000 short texts) {call}", fontsize=10)
+            ax.grid(axis="y", alpha=0.3)
+        axes[0].set_ylabel("ms per call (lower is better)")
+        axes[0].legend()
+        fig.suptitle(f"CrayonTokenizer vs transformers {info['versions'].get('transformers')} "
+                     f"({info['cpu']}, {info['cores']} cores, {info['date']})", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(RESULTS / "transformers.png", dpi=110)
+    except ImportError:
+        print("matplotlib not installed: no plot (pip install matplotlib)")
+
+
 def fresh_process_load(code: str, reps: int = 5) -> float:
     """Median wall time of `python -c code` in a fresh interpreter, in ms."""
     times = []
@@ -565,7 +688,9 @@ def main() -> None:
     p.add_argument("--no-pin", action="store_true", help="do not pin the process to one core")
     p.add_argument("--isolated", action="store_true", help="also run each library alone in its own process")
     p.add_argument("--hf", action="store_true", help="crayon_hf.Tokenizer vs tokenizers on the byte-level tokenizer.json folders")
-    p.add_argument("--folder", action="append", choices=HF_FOLDERS, help="with --hf: only these folders")
+    p.add_argument("--folder", action="append", choices=TRANSFORMERS_FOLDERS,
+                   help="with --hf or --transformers: only these folders")
+    p.add_argument("--transformers", action="store_true", help="CrayonTokenizer vs the stock transformers tokenizer")
     p.add_argument("--worker", nargs=5, metavar=("LIB", "VOCAB", "CORPUS", "REPS", "SLICE"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
@@ -573,6 +698,14 @@ def main() -> None:
         if hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
         print(json.dumps(isolated_speeds(lib, name, corpus, int(reps), int(slice_bytes))))
+        return
+    if args.transformers:
+        os.environ.setdefault("RAYON_NUM_THREADS", "2")
+        info = machine()
+        info["versions"]["transformers"] = _version("transformers")
+        results = [bench_transformers(f, args.reps) for f in args.folder or TRANSFORMERS_FOLDERS]
+        write_transformers_results(results, info)
+        print(f"wrote {RESULTS}/transformers.md, .json, .png")
         return
     if args.hf:
         os.environ.setdefault("RAYON_NUM_THREADS", "2")

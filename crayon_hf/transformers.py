@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import threading
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -238,8 +237,10 @@ class CrayonTokenizer(TokenizersBackend):
         if batch is not None:
             data = _arrays_to_data(batch, wanted, tensors)
             encodings: Any = batch.encodings
-            longest = batch.padded.shape[2] if batch.padded is not None else int(np.diff(batch.bounds).max())
-            self._eventual_warn_about_too_long_sequence(range(longest), max_length, verbose)
+            for length in batch.lengths():  # transformers warns once, naming the first one too long
+                if length > self.model_max_length:
+                    self._eventual_warn_about_too_long_sequence(range(length), max_length, verbose)
+                    break
             output = BatchEncoding(data, encodings, tensor_type=return_tensors, n_sequences=1)
         else:
             encodings = engine._encode_batch_with(items, is_split_into_words, add_special_tokens, truncation, padding,
@@ -537,28 +538,26 @@ def _batch_items(text: Any, text_pair: Any, is_split_into_words: bool) -> tuple[
 
 def _arrays_to_data(batch: Any, wanted: tuple[bool, ...], tensors: str | None) -> dict[str, Any]:
     """The BatchEncoding fields from the batch arrays: arrays (or torch tensors) when padded and
-    tensors are asked for, else the lists transformers would build (it converts them itself)."""
+    numpy or torch tensors are asked for, else the lists transformers would build (for other
+    frameworks too: transformers converts those lists itself)."""
     type_ids, attention, special, offsets, length = wanted
-    data: dict[str, Any] = {"input_ids": batch.rows(ID)}
+    arrays = batch.padded is not None and tensors in ("np", "pt")
+    rows = batch.rows if arrays else batch.lists
+    data: dict[str, Any] = {"input_ids": rows(ID)}
     if type_ids:
-        data["token_type_ids"] = batch.rows(TYPE)
+        data["token_type_ids"] = rows(TYPE)
     if attention:
-        data["attention_mask"] = batch.rows(ATTN)
+        data["attention_mask"] = rows(ATTN)
     if special:
-        data["special_tokens_mask"] = batch.rows(SPECIAL)
+        data["special_tokens_mask"] = rows(SPECIAL)
     if offsets:
-        data["offset_mapping"] = batch.offsets()
+        data["offset_mapping"] = batch.offsets() if arrays else batch.offset_lists()
     if length:
         data["length"] = batch.lengths()
-    if batch.padded is None or tensors == "np":
-        return data
-    if tensors == "pt":
+    if arrays and tensors == "pt":
         import torch
 
         return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in data.items()}
-    for k, v in data.items():  # lists, as transformers builds them (other frameworks convert those)
-        if isinstance(v, np.ndarray):
-            data[k] = [list(map(tuple, row)) for row in v.tolist()] if v.ndim == 3 else v.tolist()
     return data
 
 

@@ -11,6 +11,7 @@
 
 #include "cartridge.h"
 #include "hf_components.h"
+#include "hf_batch.h"
 #include "hf_engine.h"
 #include "parallel.h"
 #include "pretokenize.h"
@@ -305,6 +306,17 @@ py::tuple raw_to_python(std::string_view text, RawEncoding& r) {
   return py::make_tuple(to_numpy(std::move(r.ids)), offsets, words, texts);
 }
 
+// The raw encodings of a batch, kept natively until the caller says how to assemble them.
+struct HfBatch {
+  std::vector<RawEncoding> docs;
+};
+
+SpecialBlock block_from(const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& a) {
+  if (a.ndim() != 2 || a.shape(0) != static_cast<py::ssize_t>(kEncodingRows))
+    throw py::value_error("a special-token block must be a (7, n) int64 array");
+  return SpecialBlock{a.data(), static_cast<size_t>(a.shape(1))};
+}
+
 class PyHfEngine {
  public:
   PyHfEngine(const std::string& path, const py::list& normalizers, const py::list& pre_tokenizers,
@@ -356,23 +368,76 @@ PyObject* small_int(int64_t v) {
   return slot;
 }
 
+PyObject* int_list_of(const int64_t* d, Py_ssize_t n) {
+  PyObject* list = PyList_New(n);
+  if (list == nullptr) return nullptr;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* v = small_int(d[i]);
+    if (v == nullptr) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, i, v);
+  }
+  return list;
+}
+
+py::object steal_or_throw(PyObject* o) {
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(o);
+}
+
+// A list with one item per segment [bounds[i], bounds[i + 1]) of a row of `size` values, each
+// made by make(from, to) (a new reference, or nullptr with a Python error set).
+template <class Make>
+py::list segments(py::ssize_t size, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& bounds,
+                  Make&& make) {
+  const int64_t* bd = bounds.data();
+  const py::ssize_t nb = bounds.size() - 1;
+  if (bounds.ndim() != 1 || nb < 0) throw py::value_error("bounds must be a 1-D array of at least one entry");
+  for (py::ssize_t i = 0; i < nb; ++i)
+    if (bd[i] < 0 || bd[i] > bd[i + 1] || bd[i + 1] > size) throw py::value_error("bounds out of range");
+  py::list out(nb);
+  for (py::ssize_t i = 0; i < nb; ++i) PyList_SET_ITEM(out.ptr(), i, steal_or_throw(make(bd[i], bd[i + 1])).release().ptr());
+  return out;
+}
+
 void bind_hf(py::module_& m) {
   m.def("int_list", [](const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& a) {
     if (a.ndim() != 1) throw py::value_error("int_list takes a 1-D array");
-    const int64_t* d = a.data();
-    const Py_ssize_t n = static_cast<Py_ssize_t>(a.shape(0));
-    PyObject* list = PyList_New(n);
-    if (list == nullptr) throw py::error_already_set();
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* v = small_int(d[i]);
-      if (v == nullptr) {
-        Py_DECREF(list);
-        throw py::error_already_set();
-      }
-      PyList_SET_ITEM(list, i, v);
-    }
-    return py::reinterpret_steal<py::list>(list);
+    return steal_or_throw(int_list_of(a.data(), static_cast<Py_ssize_t>(a.shape(0))));
   }, py::arg("values"), "array.tolist() for an int64 row, with small values from a shared cache of ints.");
+  m.def("int_lists", [](const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& a,
+                        const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& bounds) {
+    const int64_t* d = a.data();
+    return segments(a.size(), bounds, [&](int64_t from, int64_t to) { return int_list_of(d + from, to - from); });
+  }, py::arg("values"), py::arg("bounds"),
+  "[values[bounds[i]:bounds[i + 1]].tolist() for each i], small values from the shared int cache.");
+  m.def("pair_lists", [](const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& first,
+                         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& second,
+                         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& bounds) {
+    if (first.size() != second.size()) throw py::value_error("pair_lists takes two rows of one length");
+    const int64_t* a = first.data();
+    const int64_t* b = second.data();
+    return segments(first.size(), bounds, [&](int64_t from, int64_t to) -> PyObject* {
+      PyObject* list = PyList_New(to - from);
+      if (list == nullptr) return nullptr;
+      for (int64_t k = from; k < to; ++k) {
+        PyObject* x = small_int(a[k]);
+        PyObject* y = x != nullptr ? small_int(b[k]) : nullptr;
+        PyObject* pair = y != nullptr ? PyTuple_Pack(2, x, y) : nullptr;
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+        if (pair == nullptr) {
+          Py_DECREF(list);
+          return nullptr;
+        }
+        PyList_SET_ITEM(list, k - from, pair);
+      }
+      return list;
+    });
+  }, py::arg("first"), py::arg("second"), py::arg("bounds"),
+  "[list(zip(first[s], second[s])) for each segment s = bounds[i]:bounds[i + 1]] (offset mappings).");
 
   py::register_exception<UnsupportedComponent>(m, "UnsupportedComponent", PyExc_ValueError);
 
@@ -432,6 +497,99 @@ void bind_hf(py::module_& m) {
   }, py::arg("normalizers"), py::arg("text"),
   "Runs a flattened normalizer chain (as stored in a cartridge's META) on text.");
 
+  py::class_<HfBatch, std::shared_ptr<HfBatch>>(m, "HfBatch")
+      .def("__len__", [](const HfBatch& b) { return b.docs.size(); })
+      .def("lengths", [](const HfBatch& b) {
+        py::array_t<int64_t> out(b.docs.size());
+        int64_t* o = out.mutable_data();
+        for (size_t i = 0; i < b.docs.size(); ++i) o[i] = static_cast<int64_t>(b.docs[i].ids.size());
+        return out;
+      })
+      .def("token_text", [](const HfBatch& b) {
+        py::list out;
+        for (size_t i = 0; i < b.docs.size(); ++i)
+          for (auto& [k, s] : b.docs[i].token_text) out.append(py::make_tuple(i, k, py::str(s.data(), s.size())));
+        return out;
+      }, "[(document, token index, token string)] for added tokens whose string is not their content.")
+      .def("doc", [](const HfBatch& b, size_t i) {
+        if (i >= b.docs.size()) throw py::index_error("document index out of range");
+        RawEncoding r = b.docs[i];
+        const size_t n = r.ids.size();
+        py::array_t<int64_t> offsets({n, size_t{2}});
+        py::array_t<int64_t> words(n);
+        auto o = offsets.mutable_unchecked<2>();
+        auto w = words.mutable_unchecked<1>();
+        for (size_t k = 0; k < n; ++k) {
+          o(k, 0) = r.starts[k];
+          o(k, 1) = r.ends[k];
+          w(k) = r.words[k];
+        }
+        py::list texts;
+        for (auto& [k, s] : r.token_text) texts.append(py::make_tuple(k, py::str(s.data(), s.size())));
+        return py::make_tuple(to_numpy(std::move(r.ids)), offsets, words, texts);
+      }, py::arg("i"), "Document i as HfEngine.encode returns it.")
+      .def("assemble", [](const HfBatch& b, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& keep,
+                          bool keep_tail, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& prefix,
+                          const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& suffix,
+                          int64_t sequence_type, const py::object& trim_lead, const py::object& trim_trail,
+                          bool add_prefix_space, int64_t pad_length, bool pad_left, int64_t pad_id,
+                          int64_t pad_type_id, size_t num_threads) -> py::object {
+        const size_t nb = b.docs.size();
+        if (static_cast<size_t>(keep.size()) != nb) throw py::value_error("keep must have one entry per document");
+        BatchLayout layout;
+        layout.keep.assign(keep.data(), keep.data() + nb);
+        for (size_t i = 0; i < nb; ++i)
+          if (layout.keep[i] < 0 || static_cast<size_t>(layout.keep[i]) > b.docs[i].ids.size())
+            throw py::value_error("keep[i] must be within the document's length");
+        layout.keep_tail = keep_tail;
+        layout.prefix = block_from(prefix);
+        layout.suffix = block_from(suffix);
+        layout.sequence_type = sequence_type;
+        py::array_t<int64_t, py::array::c_style | py::array::forcecast> lead, trail;
+        if (!trim_lead.is_none()) {
+          lead = trim_lead.cast<py::array_t<int64_t, py::array::c_style | py::array::forcecast>>();
+          trail = trim_trail.cast<py::array_t<int64_t, py::array::c_style | py::array::forcecast>>();
+          if (lead.size() != trail.size()) throw py::value_error("trim tables differ in size");
+          layout.trim_lead = lead.data();
+          layout.trim_trail = trail.data();
+          layout.trim_size = static_cast<size_t>(lead.size());
+          layout.add_prefix_space = add_prefix_space;
+        }
+        if (pad_length >= 0) {
+          BatchPadding padding{static_cast<size_t>(pad_length), pad_left, pad_id, pad_type_id};
+          for (size_t i = 0; i < nb; ++i)
+            if (final_length(layout, i) > padding.length) throw py::value_error("a document is longer than pad_length");
+          const size_t stride = nb * padding.length;
+          py::array_t<int64_t> out({kEncodingRows, nb, padding.length});
+          int64_t* o = out.mutable_data();
+          {
+            py::gil_scoped_release release;
+            parallel_for(nb, num_threads, [&](size_t i) {
+              const size_t n = final_length(layout, i);
+              const size_t row = i * padding.length;
+              write_document(b.docs[i], layout, i, o, stride, padding.left ? row + padding.length - n : row);
+              write_padding(padding, n, o, stride, row);
+            });
+          }
+          return out;
+        }
+        py::array_t<int64_t> bounds(nb + 1);
+        int64_t* bd = bounds.mutable_data();
+        bd[0] = 0;
+        for (size_t i = 0; i < nb; ++i) bd[i + 1] = bd[i] + static_cast<int64_t>(final_length(layout, i));
+        const size_t total = static_cast<size_t>(bd[nb]);
+        py::array_t<int64_t> out({kEncodingRows, total});
+        int64_t* o = out.mutable_data();
+        {
+          py::gil_scoped_release release;
+          parallel_for(nb, num_threads, [&](size_t i) { write_document(b.docs[i], layout, i, o, total, bd[i]); });
+        }
+        return py::make_tuple(out, bounds);
+      }, py::arg("keep"), py::arg("keep_tail"), py::arg("prefix"), py::arg("suffix"), py::arg("sequence_type"),
+      py::arg("trim_lead"), py::arg("trim_trail"), py::arg("add_prefix_space"), py::arg("pad_length"),
+      py::arg("pad_left"), py::arg("pad_id"), py::arg("pad_type_id"), py::arg("num_threads") = 0,
+      "The batch's final encodings: (7, B, pad_length) when pad_length >= 0, else ((7, total), bounds).");
+
   py::class_<PyHfEngine>(m, "HfEngine")
       .def(py::init<const std::string&, const py::list&, const py::list&, const py::list&, const py::list&>(),
            py::arg("path"), py::arg("normalizers"), py::arg("pre_tokenizers"), py::arg("added_raw"),
@@ -472,53 +630,23 @@ void bind_hf(py::module_& m) {
         for (size_t i = 0; i < out.size(); ++i) result[i] = raw_to_python(views[i], out[i]);
         return result;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0)
-      .def("encode_batch_matrix", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads) {
-        // The whole batch as one (7, n) int64 matrix in crayon_hf.Encoding's row order (ID, TYPE,
-        // START, END, WORD, SPECIAL, ATTN), char offsets, plus the column bounds of each text: no
-        // per-document Python objects. Encoding and the offset conversion run without the GIL.
+      .def("encode_batch_raw", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads) {
         std::vector<std::string_view> views;
         views.reserve(texts.size());
         for (py::handle h : texts) views.push_back(utf8_view(h));
-        const size_t b = views.size();
-        std::vector<RawEncoding> out(b);
-        py::array_t<int64_t> bounds(b + 1);
-        int64_t* bd = bounds.mutable_data();
+        auto batch = std::make_shared<HfBatch>();
+        batch->docs.resize(views.size());
         {
           py::gil_scoped_release release;
-          parallel_for(b, num_threads, [&](size_t i) {
-            pe->encode(views[i], encode_special_tokens, out[i]);
-            to_char_offsets(views[i], out[i].starts, out[i].ends);
+          parallel_for(views.size(), num_threads, [&](size_t i) {
+            RawEncoding& r = batch->docs[i];
+            pe->encode(views[i], encode_special_tokens, r);
+            to_char_offsets(views[i], r.starts, r.ends);
           });
         }
-        bd[0] = 0;
-        for (size_t i = 0; i < b; ++i) bd[i + 1] = bd[i] + static_cast<int64_t>(out[i].ids.size());
-        const size_t n = static_cast<size_t>(bd[b]);
-        py::array_t<int64_t> m({size_t{7}, n});
-        int64_t* base = m.mutable_data();
-        {
-          py::gil_scoped_release release;
-          parallel_for(b, num_threads, [&](size_t i) {
-            const RawEncoding& r = out[i];
-            const size_t at = static_cast<size_t>(bd[i]);
-            for (size_t k = 0, len = r.ids.size(); k < len; ++k) {
-              base[0 * n + at + k] = r.ids[k];
-              base[1 * n + at + k] = 0;
-              base[2 * n + at + k] = r.starts[k];
-              base[3 * n + at + k] = r.ends[k];
-              base[4 * n + at + k] = r.words[k];
-              base[5 * n + at + k] = 0;
-              base[6 * n + at + k] = 1;
-            }
-          });
-        }
-        py::list token_text;
-        for (size_t i = 0; i < b; ++i)
-          for (auto& [k, s] : out[i].token_text)
-            token_text.append(py::make_tuple(bd[i] + k, py::str(s.data(), s.size())));
-        return py::make_tuple(m, bounds, token_text);
+        return batch;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
-      "Every text up to the model, as (matrix int64 (7, n), bounds int64 (len(texts) + 1), "
-      "[(column, token string)] for added tokens whose string is not their content).")
+      "Every text up to the model, kept natively as an HfBatch (char offsets).")
       .def("decode_byte_level", [](const PyHfEngine& pe, const py::handle& ids, const py::bytes& skip) {
         const std::vector<uint32_t> v = ids_from(ids);
         const std::vector<uint8_t> mask = mask_from(skip);

@@ -2,15 +2,16 @@
 
 `Tokenizer.encode_batch` builds one `Encoding` per document, as `tokenizers` does, and callers
 that want arrays then flatten them again. This module skips the round trip for the common call
-(single sequences, a post-processor with a `Layout`, padding to one length): the engine returns
-the batch as one (7, n) matrix, truncation is a column selection, the layout is a scatter of the
-special-token blocks around each sequence, and padding is one more scatter into a (7, B, L) block.
-Each step is `post_process` + `pad_encodings` on every document at once; the per-document
-`Encoding` objects are still available, built lazily on access (`encodings`), by running exactly
-that per-document path on the document's raw columns.
+(single sequences, a post-processor with a `Layout`, padding to one length): the engine keeps the
+batch's raw encodings natively (`HfBatch`) and writes the final arrays in one pass per document
+(native/hf_batch.cc): truncation keeps a prefix or a suffix, the layout's special-token blocks go
+around the sequence, offsets are trimmed as the ByteLevel processor trims them, and padding fills
+one (7, B, L) block. That is `post_process` + `pad_encodings` on every document at once; the
+per-document `Encoding` objects stay available, built lazily on access (`encodings`) by running
+exactly that per-document path on the document's raw encoding.
 
-`encode_singles` returns None where the array path would not be exact by construction (pairs,
-a processor without a layout, a tokenizer error to raise, token strings that the offset trim would
+`encode_singles` returns None where the array path would not be exact by construction (a
+processor without a layout, a tokenizer error to raise, token strings that the offset trim would
 need, fixed padding shorter than a sequence): the caller then takes the per-document path.
 """
 
@@ -21,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from crayon_hf._hf.encoding import ID, START, TYPE, WORD, SPECIAL, ATTN, END, Encoding
+from crayon_hf._hf.encoding import END, START, Encoding
+from crayon_hf._native import native
 from crayon_hf._hf.postprocess import _USIZE_MOD, PaddingParams, TruncationParams, post_process
-from crayon_hf._hf.processors import trimmed_matrix
+from crayon_hf._hf.processors import _vocab_space_counts
 
 _ROWS = 7
 _NO_TRUNCATION = 1 << 62  # a usize "max_length" that wrapped around: nothing is ever that long
@@ -32,14 +34,15 @@ _NO_TRUNCATION = 1 << 62  # a usize "max_length" that wrapped around: nothing is
 class BatchArrays:
     """The final encodings of a batch of single sequences.
 
-    m: (7, total) int64, the documents one after another; bounds: (B + 1,) their columns.
-    padded: (7, B, L) when the batch was padded (all documents then have length L), else None;
-        writable, since the arrays handed to users are views of it.
+    m: (7, total) int64, the documents one after another, and bounds: (B + 1,) their columns --
+        or, when the batch was padded to one length L, padded: (7, B, L) and m, bounds None.
+        `padded` is writable: the arrays handed to users are views of it.
     encodings: a lazy sequence of `Encoding`, equal to what `Tokenizer.encode_batch` returns."""
 
     __slots__ = ("m", "bounds", "padded", "encodings")
 
-    def __init__(self, m: np.ndarray, bounds: np.ndarray, padded: np.ndarray | None, encodings: LazyEncodings) -> None:
+    def __init__(self, m: np.ndarray | None, bounds: np.ndarray | None, padded: np.ndarray | None,
+                 encodings: LazyEncodings) -> None:
         self.m = m
         self.bounds = bounds
         self.padded = padded
@@ -49,9 +52,14 @@ class BatchArrays:
         """One row of every document: a (B, L) array when padded, else a list of lists."""
         if self.padded is not None:
             return self.padded[row]
-        flat = self.m[row].tolist()
-        b = self.bounds.tolist()
-        return [flat[b[i] : b[i + 1]] for i in range(len(b) - 1)]
+        return native.int_lists(self.m[row], self.bounds)
+
+    def lists(self, row: int) -> list[list[int]]:
+        """One row of every document as lists (what transformers builds)."""
+        if self.padded is None:
+            return self.rows(row)  # type: ignore[return-value]
+        b, length = self.padded.shape[1:]
+        return native.int_lists(self.padded[row].reshape(-1), np.arange(0, b * length + 1, length))
 
     def lengths(self) -> list[int]:
         if self.padded is not None:
@@ -62,22 +70,26 @@ class BatchArrays:
         """(B, L, 2) when padded, else per document a list of (start, end) tuples."""
         if self.padded is not None:
             return np.stack((self.padded[START], self.padded[END]), axis=-1)
-        starts, ends = self.rows(START), self.rows(END)
-        return [list(zip(s, e)) for s, e in zip(starts, ends)]
+        return native.pair_lists(self.m[START], self.m[END], self.bounds)
+
+    def offset_lists(self) -> list[list[tuple[int, int]]]:
+        if self.padded is None:
+            return self.offsets()  # type: ignore[return-value]
+        b, length = self.padded.shape[1:]
+        return native.pair_lists(self.padded[START].reshape(-1), self.padded[END].reshape(-1),
+                                 np.arange(0, b * length + 1, length))
 
 
 class LazyEncodings(Sequence):
     """`Encoding` i is built on first access by the per-document path (`post_process` of the
-    document's raw encoding, padded to the batch's length) and kept."""
+    document's raw encoding, kept natively in the `HfBatch`, padded to the batch's length)."""
 
-    def __init__(self, tok: Any, raw: np.ndarray, bounds: np.ndarray, token_text: list[tuple[int, str]],
-                 add_special_tokens: bool, truncation: TruncationParams | None, padding: PaddingParams | None) -> None:
+    def __init__(self, tok: Any, raw: Any, add_special_tokens: bool, truncation: TruncationParams | None,
+                 padding: PaddingParams | None) -> None:
         self._tok = tok
         self._raw = raw
-        self._bounds = bounds.tolist()
-        self._texts = dict(token_text)
         self._args = (add_special_tokens, truncation, padding)
-        self._built: list[Encoding | None] = [None] * (len(self._bounds) - 1)
+        self._built: list[Encoding | None] = [None] * len(raw)
 
     def __len__(self) -> int:
         return len(self._built)
@@ -91,16 +103,14 @@ class LazyEncodings(Sequence):
         return enc
 
     def _build(self, i: int) -> Encoding:
-        a, b = self._bounds[i], self._bounds[i + 1]
+        ids, offsets, words, texts = self._raw.doc(i)
         vocab = self._tok._vocab_lazy
-        texts = [(k - a, s) for k, s in self._texts.items() if a <= k < b]
+        tokens = None
         if texts:
-            tokens = [vocab[t] for t in self._raw[ID, a:b].tolist()]
-            for k, s in texts:
-                tokens[k] = s
-            raw = Encoding._new(self._raw[:, a:b], tokens, None)
-        else:
-            raw = Encoding._new(self._raw[:, a:b], None, vocab)
+            tokens = [vocab[t] for t in ids.tolist()]
+            for k, text in texts:
+                tokens[k] = text
+        raw = Encoding.from_arrays(ids, offsets, words, None, vocab, 0, tokens)
         add_special_tokens, truncation, padding = self._args
         return post_process(raw, None, add_special_tokens, truncation, padding, self._tok._processor)
 
@@ -108,17 +118,7 @@ class LazyEncodings(Sequence):
         return (list, (list(self),))
 
 
-def _columns(starts: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:
-    """The column indices ``starts[i] + k`` for k < lengths[i], documents one after another."""
-    first = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=first[1:])
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - first, lengths)
-
-
-def _bounds(lengths: np.ndarray) -> np.ndarray:
-    b = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=b[1:])
-    return b
+_NO_BLOCK = np.zeros((_ROWS, 0), dtype=np.int64)
 
 
 def encode_singles(
@@ -143,19 +143,21 @@ def encode_singles(
         if layout is None:
             return None
         pieces, trim = layout.pieces, layout.trim
-        if [p[0] for p in pieces if type(p) is tuple] != [0]:
-            return None
+    seq = [k for k, p in enumerate(pieces) if type(p) is tuple]
+    if len(seq) != 1 or pieces[seq[0]][0] != 0:
+        return None
+    before = [p.block for p in pieces[: seq[0]]]
+    after = [p.block for p in pieces[seq[0] + 1 :]]
+    prefix = np.concatenate(before, axis=1) if before else _NO_BLOCK
+    suffix = np.concatenate(after, axis=1) if after else _NO_BLOCK
 
-    raw, bounds, token_text = tok._engine.encode_batch_matrix(texts, encode_special_tokens, num_threads)
-    raw.setflags(write=False)
-    if token_text and trim is not None:
+    raw = tok._engine.encode_batch_raw(texts, encode_special_tokens, num_threads)
+    n = raw.lengths()
+    if trim is not None and raw.token_text():
         return None  # the trim counts spaces in token strings; the per-document path has them
-    n = np.diff(bounds)
-    total = int(bounds[-1])
 
     # Truncation (`truncate_encodings` on each document): keep a prefix or a suffix.
     keep = n
-    starts = bounds[:-1]
     if truncation is not None:
         added = processor.added_tokens(False) if processor is not None else 0
         max_len = (truncation.max_length - added) % _USIZE_MOD if add_special_tokens and added > 0 else truncation.max_length
@@ -164,60 +166,25 @@ def encode_singles(
             if truncation.strategy == "only_second" or (max_len > 0 and truncation.stride >= max_len):
                 return None  # tokenizers raises; let the per-document path raise the same error
             keep = np.minimum(n, max_len)
-            if truncation.direction == "left":
-                starts = starts + (n - keep)
-            total = int(keep.sum())
-    kept = raw if keep is n else raw[:, _columns(starts, keep, total)]
-    kept_bounds = bounds if keep is n else _bounds(keep)
+    lead = trail = None
     if trim is not None:
-        kept = trimmed_matrix(kept, None, tok._vocab_lazy, trim, kept_bounds[:-1][keep > 0])
-
-    # The layout: special-token blocks around each sequence.
-    width = sum(p.block.shape[1] for p in pieces if type(p) is not tuple)
-    if width == 0 and all(p[1] is None for p in pieces):
-        final, final_bounds = kept, kept_bounds
-    else:
-        lengths = keep + width
-        final_bounds = _bounds(lengths)
-        final = np.empty((_ROWS, int(final_bounds[-1])), dtype=np.int64)
-        at = final_bounds[:-1].copy()
-        for p in pieces:
-            if type(p) is tuple:
-                cols = _columns(at, keep, total)
-                final[:, cols] = kept
-                if p[1] is not None:
-                    final[TYPE, cols] = p[1]
-                at += keep
-            else:
-                for j in range(p.block.shape[1]):
-                    final[:, at] = p.block[:, j : j + 1]
-                    at += 1
-        final.setflags(write=False)
+        lead, trail = _vocab_space_counts(tok._vocab_lazy)
+    sequence_type = pieces[seq[0]][1]
+    args = (keep, truncation is not None and truncation.direction == "left", prefix, suffix,
+            -1 if sequence_type is None else sequence_type, lead, trail, bool(trim))
 
     lazy_padding = None
-    padded = None
-    if padding is not None:
-        lengths = np.diff(final_bounds)
-        target = padding.length if padding.length is not None else int(lengths.max())
-        multiple = padding.pad_to_multiple_of
-        if multiple and target % multiple:
-            target += multiple - target % multiple
-        if (lengths > target).any():
-            return None  # fixed padding shorter than a sequence: ragged, per-document path
-        b = len(lengths)
-        padded = np.empty((_ROWS, b, target), dtype=np.int64)
-        padded[ID] = padding.pad_id
-        padded[TYPE] = padding.pad_type_id
-        padded[START] = 0
-        padded[END] = 0
-        padded[WORD] = -1
-        padded[SPECIAL] = 1
-        padded[ATTN] = 0
-        row_start = np.arange(b, dtype=np.int64) * target
-        if padding.direction == "left":
-            row_start += target - lengths
-        padded.reshape(_ROWS, b * target)[:, _columns(row_start, lengths, int(final_bounds[-1]))] = final
-        lazy_padding = PaddingParams(target, padding.direction, None, padding.pad_id, padding.pad_type_id,
-                                     padding.pad_token)
-    lazy = LazyEncodings(tok, raw, bounds, token_text, add_special_tokens, truncation, lazy_padding)
-    return BatchArrays(final, final_bounds, padded, lazy)
+    if padding is None:
+        m, bounds = raw.assemble(*args, -1, False, 0, 0, num_threads)
+        m.setflags(write=False)
+        return BatchArrays(m, bounds, None, LazyEncodings(tok, raw, add_special_tokens, truncation, None))
+    longest = int(keep.max()) + prefix.shape[1] + suffix.shape[1]
+    target = padding.length if padding.length is not None else longest
+    multiple = padding.pad_to_multiple_of
+    if multiple and target % multiple:
+        target += multiple - target % multiple
+    if longest > target:
+        return None  # fixed padding shorter than a sequence: ragged, per-document path
+    padded = raw.assemble(*args, target, padding.direction == "left", padding.pad_id, padding.pad_type_id, num_threads)
+    lazy_padding = PaddingParams(target, padding.direction, None, padding.pad_id, padding.pad_type_id, padding.pad_token)
+    return BatchArrays(None, None, padded, LazyEncodings(tok, raw, add_special_tokens, truncation, lazy_padding))
