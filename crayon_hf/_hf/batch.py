@@ -58,8 +58,7 @@ class BatchArrays:
         """One row of every document as lists (what transformers builds)."""
         if self.padded is None:
             return self.rows(row)  # type: ignore[return-value]
-        b, length = self.padded.shape[1:]
-        return native.int_lists(self.padded[row].reshape(-1), np.arange(0, b * length + 1, length))
+        return native.int_lists(self.padded[row].reshape(-1), self._row_bounds())
 
     def lengths(self) -> list[int]:
         if self.padded is not None:
@@ -75,9 +74,11 @@ class BatchArrays:
     def offset_lists(self) -> list[list[tuple[int, int]]]:
         if self.padded is None:
             return self.offsets()  # type: ignore[return-value]
+        return native.pair_lists(self.padded[START].reshape(-1), self.padded[END].reshape(-1), self._row_bounds())
+
+    def _row_bounds(self) -> np.ndarray:
         b, length = self.padded.shape[1:]
-        return native.pair_lists(self.padded[START].reshape(-1), self.padded[END].reshape(-1),
-                                 np.arange(0, b * length + 1, length))
+        return np.arange(b + 1, dtype=np.int64) * length
 
 
 class LazyEncodings(Sequence):
