@@ -88,7 +88,6 @@ class CrayonTokenizer(TokenizersBackend):
 
         A folder saved by crayon-hf names its original class and carries its cartridge; any other
         folder or hub id is loaded by transformers' own resolution first."""
-        kwargs.pop("trust_remote_code", None)  # our remote-code module is this class: nothing to trust
         entry = hook.crayon_entry(pretrained_model_name_or_path, kwargs)
         original = cls._crayon_original
         if original is None and entry is not None and entry.get("tokenizer_class"):
@@ -304,7 +303,8 @@ class CrayonTokenizer(TokenizersBackend):
         entry in tokenizer_config.json; the original `tokenizer_class` is kept, so transformers
         alone loads the folder as before. ``crayon_remote_code=True`` also writes an `auto_map`
         and its module, for `AutoTokenizer.from_pretrained(dir, trust_remote_code=True)` without
-        importing crayon-hf (opt-in: with an `auto_map`, loading without trust_remote_code fails)."""
+        importing crayon-hf (opt-in: an `auto_map` makes transformers treat the folder as remote code,
+        which wants trust_remote_code=True; transformers 5.23 falls back to the original class without)."""
         self._crayon_remote_code = crayon_remote_code
         try:
             return super().save_pretrained(save_directory, *args, **kwargs)
@@ -334,10 +334,13 @@ class CrayonTokenizer(TokenizersBackend):
             config = json.load(f)
         config["tokenizer_class"] = entry["tokenizer_class"]
         config[hook.CONFIG_KEY] = entry
-        if getattr(self, "_crayon_remote_code", False):
+        ours = {"AutoTokenizer": [None, f"{Path(REMOTE_CODE_FILE).stem}.CrayonTokenizer"]}
+        # Our auto_map comes back through init_kwargs when a remote-code folder is saved again:
+        # then the module goes with it, or the folder would name a file it lacks.
+        if getattr(self, "_crayon_remote_code", False) or config.get("auto_map") == ours:
             module = Path(save_directory) / REMOTE_CODE_FILE
             module.write_text(_REMOTE_CODE, encoding="utf-8")
-            config["auto_map"] = {"AutoTokenizer": [None, f"{module.stem}.CrayonTokenizer"]}
+            config["auto_map"] = ours
             files = files + (str(module),)
         with open(config_file, "w", encoding="utf-8") as f:
             f.write(json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
@@ -404,12 +407,19 @@ def _crayon_class(original: type) -> type:
             mro = original.__mro__
             own = mro[: mro.index(TokenizersBackend)]
             deferred = frozenset(m for m in _ACCELERATED if any(m in c.__dict__ for c in own))
-            cls = type(f"Crayon{original.__name__}", (CrayonTokenizer, original), {
+            namespace = {
                 "__module__": __name__,
                 "__doc__": f"{original.__name__} with the crayon-hf engine (see CrayonTokenizer).",
                 "_crayon_original": original,
                 "_crayon_deferred": deferred,
-            })
+            }
+            name = f"Crayon{original.__name__}"
+            if getattr(original, "_auto_class", None) is not None:
+                # A remote-code class: save_pretrained copies the module of the instance's class
+                # and names the class in auto_map, so both must be the original's.
+                namespace["__module__"] = original.__module__
+                name = original.__name__
+            cls = type(name, (CrayonTokenizer, original), namespace)
             _CLASSES[original] = cls
         return cls
 

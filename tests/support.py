@@ -42,6 +42,18 @@ def require_module(name: str):
         pytest.skip(f"reference library {name!r} is not installed")
 
 
+def require_torch():
+    """torch, for the return_tensors="pt" tests: skipped when it is not installed, unless
+    CRAYON_REQUIRE_TORCH=1, which makes a missing torch a failure."""
+    if os.environ.get("CRAYON_REQUIRE_TORCH") == "1":
+        try:
+            import torch
+        except ImportError as e:
+            pytest.fail(f"torch is not installed (CRAYON_REQUIRE_TORCH=1): {e}")
+        return torch
+    return pytest.importorskip("torch")
+
+
 def corpus_files() -> list[Path]:
     require_shared(CORPORA)
     return sorted(p for p in CORPORA.glob("*.txt"))
