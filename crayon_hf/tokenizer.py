@@ -529,10 +529,7 @@ class Tokenizer:
         else:
             out = []
             for x in items:
-                if isinstance(x, (tuple, list)) and (not is_pretokenized or (len(x) == 2 and isinstance(x[0], (list, tuple)))):
-                    a, b = x
-                else:
-                    a, b = x, None
+                a, b = _batch_item(x, is_pretokenized)
                 first = self._raw(a, is_pretokenized, 0, encode_special)
                 second = self._raw(b, is_pretokenized, 1, encode_special) if b is not None else None
                 out.append(post_process(first, second, add_special_tokens, truncation, None, self._processor))
@@ -581,6 +578,29 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
+
+
+def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:
+    """One input of `encode_batch` as (sequence, pair or None), with tokenizers' type errors."""
+    if not is_pretokenized:
+        if isinstance(x, str):
+            return x, None
+        if isinstance(x, (list, tuple)) and len(x) == 2:
+            if not all(isinstance(s, str) for s in x):
+                raise TypeError("TextInputSequence must be str")
+            return x[0], x[1]
+        raise TypeError("TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]")
+    if isinstance(x, (list, tuple)):
+        if all(isinstance(w, str) for w in x):
+            return x, None
+        if len(x) == 2:
+            if not all(isinstance(s, (list, tuple)) and all(isinstance(w, str) for w in s) for s in x):
+                raise TypeError("PreTokenizedInputSequence must be Union[List[str], Tuple[str]]")
+            return x[0], x[1]
+    raise TypeError(
+        "PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, Tuple[PreTokenizedInputSequence, "
+        "PreTokenizedInputSequence]]"
+    )
 
 
 class _LazyVocab(Sequence):

@@ -51,6 +51,9 @@ CONFIG_FORMAT = 1
 
 # Methods an original class may override; where it does, its version runs (on the backend).
 _ACCELERATED = ("_encode_plus", "_decode")
+# The backend call each accelerated method replaces: a class may also wrap that call on its
+# backend instance (CLIPTokenizer wraps `decode`), and then the backend runs it too.
+_BACKEND_CALL = {"_encode_plus": "encode_batch", "_decode": "decode"}
 
 _REMOTE_CODE = '''"""Loads this tokenizer with crayon-hf (https://pypi.org/project/crayon-hf/): the native engine,
 with identical outputs. Written by `save_pretrained(..., crayon_remote_code=True)`; used by
@@ -125,17 +128,20 @@ class CrayonTokenizer(TokenizersBackend):
             engine = Tokenizer.from_buffer(text, source=f"{type(self).__name__} backend")
         if engine._ref is not None:
             self._crayon = None
+            self._crayon_skip = frozenset(_ACCELERATED)
             self.crayon_backend = engine.crayon_backend
         else:
             self._crayon = engine
-            deferred = sorted(self._crayon_deferred)
+            wrapped = getattr(self._tokenizer, "__dict__", {})
+            self._crayon_skip = self._crayon_deferred | {m for m, call in _BACKEND_CALL.items() if call in wrapped}
+            deferred = sorted(self._crayon_skip)
             self.crayon_backend = "native" if not deferred else f"native (except {', '.join(deferred)})"
         self._crayon_digest = digest
         self._crayon_size = self._tokenizer.get_vocab_size(True)
 
     def _engine(self, method: str) -> Any:
         """The native tokenizer for `method`, or None where the backend must run it."""
-        if method in self._crayon_deferred:
+        if method in self._crayon_skip:
             return None
         if self._crayon_size != self._tokenizer.get_vocab_size(True):
             with self._crayon_lock:  # tokens added on the backend directly
