@@ -224,6 +224,8 @@ class Tokenizer:
         self._skip_cache = None
         self._skip_mask_cache = None
         self._lazy = None
+        # Whether tokens were added (or their flags changed) since load: an overlay over the file.
+        self._overlay = self._added != self._meta["added_tokens"]
 
     # ------------------------------------------------------------------ identity
 
@@ -266,7 +268,7 @@ class Tokenizer:
         """Writes the cartridge (.dat). Tokens added after load are compiled into the new file."""
         if self._ref is not None:
             raise ValueError(f"this tokenizer runs on the tokenizers library ({self._backend}); it has no cartridge")
-        if self._added == self._meta["added_tokens"] and self._cartridge_path:
+        if not self._overlay and self._cartridge_path:
             atomic_write(path, Path(self._cartridge_path).read_bytes())
             return
         from crayon_hf.conversion.hf_json import build_hf_cartridge, plan_native
@@ -278,7 +280,7 @@ class Tokenizer:
     def __getstate__(self) -> dict[str, Any]:
         if self._ref is not None:
             return {"json": self._ref.to_str()}
-        if self._added == self._meta["added_tokens"]:
+        if not self._overlay:
             return {"cartridge": self._cartridge_path, "truncation": self._truncation, "padding": self._padding,
                     "encode_special_tokens": self._encode_special_tokens}
         return {"json": self.to_str()}
@@ -556,7 +558,7 @@ class Tokenizer:
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         if self._ref is not None:
             return self._ref.decode(ids, skip_special_tokens)
-        if type(self._decoder) is ByteLevelDecoder and self._added == self._meta["added_tokens"]:
+        if type(self._decoder) is ByteLevelDecoder and not self._overlay:
             # The common case, natively: the cartridge holds each id's decoded bytes.
             try:
                 raw = self._engine.decode_byte_level(ids, self._skip_mask() if skip_special_tokens else b"")

@@ -138,6 +138,7 @@ class CrayonTokenizer(TokenizersBackend):
             self.crayon_backend = "native" if not deferred else f"native (except {', '.join(deferred)})"
         self._crayon_digest = digest
         self._crayon_size = self._tokenizer.get_vocab_size(True)
+        self._crayon_bpe = type(self._tokenizer.model).__name__ == "BPE"
 
     def _engine(self, method: str) -> Any:
         """The native tokenizer for `method`, or None where the backend must run it."""
@@ -238,7 +239,7 @@ class CrayonTokenizer(TokenizersBackend):
         batch = None
         if not is_split_into_words and not return_overflowing_tokens and all(type(x) is str for x in items):
             batch = encode_singles(engine, items, add_special_tokens, truncation, padding, split_special_tokens,
-                                   _threads())
+                                   _threads() if len(items) > 1 else 1)
         if batch is not None:
             data = _arrays_to_data(batch, wanted, tensors)
             encodings: Any = batch.encodings
@@ -256,6 +257,7 @@ class CrayonTokenizer(TokenizersBackend):
             output = BatchEncoding(
                 {k: (v[0] if len(v) > 0 and isinstance(v[0], list) else v) for k, v in output.items()},
                 output.encodings,
+                n_sequences=output.n_sequences,  # as computed from encodings[0], without building it
             )
         return output
 
@@ -294,8 +296,7 @@ class CrayonTokenizer(TokenizersBackend):
             clean_up_tokenization_spaces = self.clean_up_tokenization_spaces
         if not clean_up_tokenization_spaces:
             return text
-        if type(self.backend_tokenizer.model).__name__ == "BPE" and \
-                not self.clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output:
+        if self._crayon_bpe and not self.clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output:
             # transformers skips the WordPiece clean-up on BPE models; its own call warns once.
             super()._decode([], False, True)
             return text
@@ -357,7 +358,7 @@ class CrayonTokenizer(TokenizersBackend):
         from crayon_hf.tokenizer import Tokenizer
 
         engine = self._crayon
-        if engine._added != engine._meta["added_tokens"]:
+        if engine._overlay:
             engine = Tokenizer.from_buffer(self._tokenizer.to_str().encode("utf-8"))
         atomic_write(target, Path(engine._cartridge_path).read_bytes())
 

@@ -14,9 +14,19 @@
 
 namespace crayon {
 
+// std::thread::hardware_concurrency() reads /sys on every call (microseconds): ask once.
+inline size_t hardware_threads() {
+  static const size_t hw = std::max<size_t>(1, std::thread::hardware_concurrency());
+  return hw;
+}
+
 template <class F>
 void parallel_for(size_t n, size_t threads, F&& fn) {
-  const size_t hw = std::max<size_t>(1, std::thread::hardware_concurrency());
+  if (n <= 1 || threads == 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  const size_t hw = hardware_threads();
   threads = std::min({threads == 0 ? hw : threads, hw, n});
   if (threads <= 1) {
     for (size_t i = 0; i < n; ++i) fn(i);

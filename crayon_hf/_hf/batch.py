@@ -39,14 +39,15 @@ class BatchArrays:
         `padded` is writable: the arrays handed to users are views of it.
     encodings: a lazy sequence of `Encoding`, equal to what `Tokenizer.encode_batch` returns."""
 
-    __slots__ = ("m", "bounds", "padded", "encodings")
+    __slots__ = ("m", "bounds", "padded", "encodings", "_lengths")
 
     def __init__(self, m: np.ndarray | None, bounds: np.ndarray | None, padded: np.ndarray | None,
-                 encodings: LazyEncodings) -> None:
+                 encodings: LazyEncodings, lengths: list[int]) -> None:
         self.m = m
         self.bounds = bounds
         self.padded = padded
         self.encodings = encodings
+        self._lengths = lengths
 
     def rows(self, row: int) -> np.ndarray | list[list[int]]:
         """One row of every document: a (B, L) array when padded, else a list of lists."""
@@ -61,9 +62,7 @@ class BatchArrays:
         return native.int_lists(self.padded[row].reshape(-1), self._row_bounds())
 
     def lengths(self) -> list[int]:
-        if self.padded is not None:
-            return [self.padded.shape[2]] * self.padded.shape[1]
-        return np.diff(self.bounds).tolist()
+        return list(self._lengths)
 
     def offsets(self) -> np.ndarray | list[list[tuple[int, int]]]:
         """(B, L, 2) when padded, else per document a list of (start, end) tuples."""
@@ -120,6 +119,37 @@ class LazyEncodings(Sequence):
 
 
 _NO_BLOCK = np.zeros((_ROWS, 0), dtype=np.int64)
+_UNSUPPORTED = object()
+_NO_PROCESSOR_PLANS: dict[bool, Any] = {}
+
+
+def _plan(processor: Any, add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray, int, bool | None] | None:
+    """(prefix block, suffix block, sequence type id or -1, trim) of the processor's layout for a
+    single sequence, cached on the processor; None where the layout is not prefix + sequence +
+    suffix."""
+    cache = _NO_PROCESSOR_PLANS if processor is None else processor.__dict__.setdefault("_batch_plans", {})
+    plan = cache.get(add_special_tokens)
+    if plan is None:
+        plan = cache[add_special_tokens] = _make_plan(processor, add_special_tokens)
+    return None if plan is _UNSUPPORTED else plan
+
+
+def _make_plan(processor: Any, add_special_tokens: bool) -> Any:
+    if processor is None:
+        return _NO_BLOCK, _NO_BLOCK, -1, None
+    layout = processor.layout(False, add_special_tokens)
+    if layout is None:
+        return _UNSUPPORTED
+    pieces = layout.pieces
+    seq = [k for k, p in enumerate(pieces) if type(p) is tuple]
+    if len(seq) != 1 or pieces[seq[0]][0] != 0:
+        return _UNSUPPORTED
+    before = [p.block for p in pieces[: seq[0]]]
+    after = [p.block for p in pieces[seq[0] + 1 :]]
+    prefix = np.concatenate(before, axis=1) if before else _NO_BLOCK
+    suffix = np.concatenate(after, axis=1) if after else _NO_BLOCK
+    sequence_type = pieces[seq[0]][1]
+    return prefix, suffix, -1 if sequence_type is None else sequence_type, layout.trim
 
 
 def encode_singles(
@@ -136,21 +166,10 @@ def encode_singles(
     if not texts:
         return None
     processor = tok._processor
-    if processor is None:
-        pieces: tuple[Any, ...] = ((0, None),)
-        trim = None
-    else:
-        layout = processor.layout(False, add_special_tokens)
-        if layout is None:
-            return None
-        pieces, trim = layout.pieces, layout.trim
-    seq = [k for k, p in enumerate(pieces) if type(p) is tuple]
-    if len(seq) != 1 or pieces[seq[0]][0] != 0:
+    plan = _plan(processor, add_special_tokens)
+    if plan is None:
         return None
-    before = [p.block for p in pieces[: seq[0]]]
-    after = [p.block for p in pieces[seq[0] + 1 :]]
-    prefix = np.concatenate(before, axis=1) if before else _NO_BLOCK
-    suffix = np.concatenate(after, axis=1) if after else _NO_BLOCK
+    prefix, suffix, sequence_type, trim = plan
 
     raw = tok._engine.encode_batch_raw(texts, encode_special_tokens, num_threads)
     n = raw.lengths()
@@ -170,15 +189,15 @@ def encode_singles(
     lead = trail = None
     if trim is not None:
         lead, trail = _vocab_space_counts(tok._vocab_lazy)
-    sequence_type = pieces[seq[0]][1]
-    args = (keep, truncation is not None and truncation.direction == "left", prefix, suffix,
-            -1 if sequence_type is None else sequence_type, lead, trail, bool(trim))
+    args = (keep, truncation is not None and truncation.direction == "left", prefix, suffix, sequence_type, lead,
+            trail, bool(trim))
 
     lazy_padding = None
     if padding is None:
         m, bounds = raw.assemble(*args, -1, False, 0, 0, num_threads)
         m.setflags(write=False)
-        return BatchArrays(m, bounds, None, LazyEncodings(tok, raw, add_special_tokens, truncation, None))
+        lengths = (keep + (prefix.shape[1] + suffix.shape[1])).tolist()
+        return BatchArrays(m, bounds, None, LazyEncodings(tok, raw, add_special_tokens, truncation, None), lengths)
     longest = int(keep.max()) + prefix.shape[1] + suffix.shape[1]
     target = padding.length if padding.length is not None else longest
     multiple = padding.pad_to_multiple_of
@@ -188,4 +207,5 @@ def encode_singles(
         return None  # fixed padding shorter than a sequence: ragged, per-document path
     padded = raw.assemble(*args, target, padding.direction == "left", padding.pad_id, padding.pad_type_id, num_threads)
     lazy_padding = PaddingParams(target, padding.direction, None, padding.pad_id, padding.pad_type_id, padding.pad_token)
-    return BatchArrays(None, None, padded, LazyEncodings(tok, raw, add_special_tokens, truncation, lazy_padding))
+    lazy = LazyEncodings(tok, raw, add_special_tokens, truncation, lazy_padding)
+    return BatchArrays(None, None, padded, lazy, [target] * len(texts))
