@@ -502,8 +502,11 @@ class Tokenizer:
                add_special_tokens: bool = True) -> Any:
         if self._ref is not None:
             return self._ref.encode(sequence, pair, is_pretokenized, add_special_tokens)
-        first = self._raw(sequence, is_pretokenized, 0)
-        second = self._raw(pair, is_pretokenized, 1) if pair is not None else None
+        try:
+            first = self._raw(sequence, is_pretokenized, 0)
+            second = self._raw(pair, is_pretokenized, 1) if pair is not None else None
+        except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
+            raise TypeError(_SEQUENCE_ERROR[is_pretokenized]) from None
         return post_process(first, second, add_special_tokens, self._truncation, self._padding, self._processor)
 
     def encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False,
@@ -524,16 +527,22 @@ class Tokenizer:
             from crayon_hf._hf.postprocess import post_process_batch
 
             # The whole batch at once: one raw matrix (views per document), one offset trim.
-            raws = Encoding._from_native_batch(
-                self._engine.encode_batch(items, encode_special, num_threads), self._vocab_lazy
-            )
+            try:
+                results = self._engine.encode_batch(items, encode_special, num_threads)
+            except UnicodeEncodeError:
+                raise TypeError(_INPUT_ERROR[False]) from None
+            raws = Encoding._from_native_batch(results, self._vocab_lazy)
             out = post_process_batch(raws, add_special_tokens, truncation, self._processor)
         else:
             out = []
             for x in items:
                 a, b = _batch_item(x, is_pretokenized)
-                first = self._raw(a, is_pretokenized, 0, encode_special)
-                second = self._raw(b, is_pretokenized, 1, encode_special) if b is not None else None
+                try:
+                    first = self._raw(a, is_pretokenized, 0, encode_special)
+                    second = self._raw(b, is_pretokenized, 1, encode_special) if b is not None else None
+                except UnicodeEncodeError:  # as tokenizers words it, by where extraction failed
+                    raise TypeError(_SEQUENCE_ERROR[is_pretokenized] if b is not None
+                                    else _INPUT_ERROR[is_pretokenized]) from None
                 out.append(post_process(first, second, add_special_tokens, truncation, None, self._processor))
         if padding is not None:
             pad_encodings(out, padding)
@@ -582,6 +591,17 @@ class Tokenizer:
         return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
 
 
+# tokenizers' messages when an input cannot be extracted, by is_pretokenized: one sequence, and
+# one input of a batch (a sequence or a pair).
+_SEQUENCE_ERROR = {False: "TextInputSequence must be str",
+                   True: "PreTokenizedInputSequence must be Union[List[str], Tuple[str]]"}
+_INPUT_ERROR = {
+    False: "TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]",
+    True: "PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, Tuple[PreTokenizedInputSequence, "
+          "PreTokenizedInputSequence]]",
+}
+
+
 def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:
     """One input of `encode_batch` as (sequence, pair or None), with tokenizers' type errors."""
     if not is_pretokenized:
@@ -589,20 +609,17 @@ def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:
             return x, None
         if isinstance(x, (list, tuple)) and len(x) == 2:
             if not all(isinstance(s, str) for s in x):
-                raise TypeError("TextInputSequence must be str")
+                raise TypeError(_SEQUENCE_ERROR[False])
             return x[0], x[1]
-        raise TypeError("TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]")
+        raise TypeError(_INPUT_ERROR[False])
     if isinstance(x, (list, tuple)):
         if all(isinstance(w, str) for w in x):
             return x, None
         if len(x) == 2:
             if not all(isinstance(s, (list, tuple)) and all(isinstance(w, str) for w in s) for s in x):
-                raise TypeError("PreTokenizedInputSequence must be Union[List[str], Tuple[str]]")
+                raise TypeError(_SEQUENCE_ERROR[True])
             return x[0], x[1]
-    raise TypeError(
-        "PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, Tuple[PreTokenizedInputSequence, "
-        "PreTokenizedInputSequence]]"
-    )
+    raise TypeError(_INPUT_ERROR[True])
 
 
 class _LazyVocab(Sequence):

@@ -511,13 +511,13 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
       tokens.clear();
       model_.encode_word(bytes, n, tokens);
       const uint32_t shift = p.prefix ? 1 : 0;
-      // The inserted space is aligned to an empty range at the piece's start (tokenizers' rule
-      // for text prepended to a split).
-      const uint32_t piece_origin = where.start_of(p.start < text.size() ? p.start : p.start - 1);
+      // The inserted space takes the place of the piece's first character and its alignment
+      // (tokenizers' NormalizedString::prepend; the character itself then shares it).
+      const uint32_t first = p.start < text.size() ? p.start : p.start - 1;
       for (const HfToken& t : tokens) {
         out.ids.push_back(t.id);
-        out.starts.push_back(p.prefix && t.start == 0 ? piece_origin : where.start_of(p.start + t.start - shift));
-        out.ends.push_back(p.prefix && t.end == 1 ? piece_origin : where.end_of(p.start + t.end - 1 - shift));
+        out.starts.push_back(p.prefix && t.start == 0 ? where.start_of(first) : where.start_of(p.start + t.start - shift));
+        out.ends.push_back(p.prefix && t.end == 1 ? where.end_of(first) : where.end_of(p.start + t.end - 1 - shift));
         out.words.push_back(word);
       }
       ++word;

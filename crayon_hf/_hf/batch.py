@@ -67,6 +67,8 @@ class BatchArrays:
     def offsets(self) -> np.ndarray | list[list[tuple[int, int]]]:
         """(B, L, 2) when padded, else per document a list of (start, end) tuples."""
         if self.padded is not None:
+            if self.padded.shape[2] == 0:  # as np.asarray of empty rows: (B, 0), not (B, 0, 2)
+                return np.zeros(self.padded.shape[1:], dtype=np.int64)
             return np.stack((self.padded[START], self.padded[END]), axis=-1)
         return native.pair_lists(self.m[START], self.m[END], self.bounds)
 
@@ -171,7 +173,10 @@ def encode_singles(
         return None
     prefix, suffix, sequence_type, trim = plan
 
-    raw = tok._engine.encode_batch_raw(texts, encode_special_tokens, num_threads)
+    try:
+        raw = tok._engine.encode_batch_raw(texts, encode_special_tokens, num_threads)
+    except UnicodeEncodeError:
+        return None  # a lone surrogate: the per-document path raises tokenizers' TypeError
     n = raw.lengths()
     if trim is not None and raw.token_text():
         return None  # the trim counts spaces in token strings; the per-document path has them
