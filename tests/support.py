@@ -22,6 +22,9 @@ CORPORA = SHARED / "corpora"
 SAMPLE_BYTES = 256 * 1024
 
 TIKTOKEN_VOCABS = ["r50k_base", "cl100k_base", "o200k_base", "llama3"]
+# The tokenizer.json folders of ../shared/vocab/hf that run natively (the byte-level BPE family).
+BYTE_LEVEL_FOLDERS = ["gpt2", "roberta_base", "gpt_neox_20b", "phi2", "falcon", "llama3_1", "qwen2_5", "deepseek_v3",
+                      "clip", "whisper_large_v3"]
 
 
 def require_shared(path: Path) -> Path:

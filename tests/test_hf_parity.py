@@ -18,20 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import VOCAB, corpus_files, corpus_text, random_slices, require_module, require_shared, short_docs
+from support import BYTE_LEVEL_FOLDERS, VOCAB, corpus_files, corpus_text, random_slices, require_module, require_shared, short_docs
 
-BYTE_LEVEL_FOLDERS = [
-    "gpt2",
-    "roberta_base",
-    "gpt_neox_20b",
-    "phi2",
-    "falcon",
-    "llama3_1",
-    "qwen2_5",
-    "deepseek_v3",
-    "clip",
-    "whisper_large_v3",
-]
 
 _LOADED: dict[str, tuple[object, object]] = {}
 
