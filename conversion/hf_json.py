@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 # Components the engine runs natively (the native side re-checks and may still refuse).
+# Bump when plan_native accepts something it used to refuse: refusals are remembered in the cache
+# (crayon_hf/tokenizer.py) under this number, so a newer engine looks at those files again.
+SUPPORT_GENERATION = 1
+
 _NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Replace", "Prepend", "Strip"}
 _PRE_TOKENIZERS = {"ByteLevel", "Split", "Digits", "Punctuation", "Whitespace", "WhitespaceSplit"}
 

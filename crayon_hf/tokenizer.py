@@ -132,12 +132,27 @@ class Tokenizer:
 
     @classmethod
     def from_buffer(cls, buffer: bytes, source: str = "tokenizer.json") -> Tokenizer:
-        from crayon_hf.conversion.hf_json import Unsupported, build_hf_cartridge, parse_tokenizer_json, plan_native
+        tok, path, reason = cls._native(buffer, source)
+        return tok if tok is not None else cls._fallback(buffer, path, reason)
+
+    @classmethod
+    def _native(cls, buffer: bytes, source: str) -> tuple[Tokenizer | None, str, str]:
+        """The tokenizer for a tokenizer.json, compiled into the cache on first use; or (None,
+        JSON path of the component, reason) when the engine does not reproduce it. A refusal is
+        remembered in the cache too, so the next load need not parse the file again."""
+        from crayon_hf.conversion.hf_json import (SUPPORT_GENERATION, Unsupported, build_hf_cartridge,
+                                                  parse_tokenizer_json, plan_native)
 
         digest = hashlib.sha256(buffer).hexdigest()
         target = cache_dir() / f"tokenizer-{digest[:32]}-g{_CACHE_GENERATION}.dat"
         if target.exists():
-            return cls.from_cartridge(target)
+            return cls.from_cartridge(target), "", ""
+        refusal = target.with_name(f"{target.stem}-s{SUPPORT_GENERATION}.unsupported")
+        try:
+            path, reason = json.loads(refusal.read_text(encoding="utf-8"))
+            return None, str(path), str(reason)
+        except (OSError, ValueError, TypeError):
+            pass
         data = parse_tokenizer_json(buffer, source)
         try:
             # Post-processor and decoder are Python; check them before compiling anything.
@@ -145,9 +160,11 @@ class Tokenizer:
             build_decoder(data.get("decoder"))
             plan = plan_native(data)
         except (Unsupported, UnsupportedComponent) as e:
-            return cls._fallback(buffer, getattr(e, "path", "?"), str(e))
+            path, reason = getattr(e, "path", "?"), str(e)
+            atomic_write(refusal, json.dumps([path, reason]).encode("utf-8"))
+            return None, path, reason
         atomic_write(target, build_hf_cartridge(buffer, plan, {"source_sha256": digest}))
-        return cls.from_cartridge(target)
+        return cls.from_cartridge(target), "", ""
 
     @classmethod
     def from_cartridge(cls, path: str | os.PathLike[str]) -> Tokenizer:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -125,11 +126,18 @@ class CrayonTokenizer(TokenizersBackend):
             if candidate is not None and candidate._meta.get("source_sha256") == digest and candidate._ref is None:
                 engine = candidate
         if engine is None:
-            engine = Tokenizer.from_buffer(text, source=f"{type(self).__name__} backend")
-        if engine._ref is not None:
+            # The stock backend is the fallback: no second reference tokenizer is built.
+            engine, path, reason = Tokenizer._native(text, source=f"{type(self).__name__} backend")
+            if engine is None:
+                warnings.warn(f"crayon-hf: {reason}; {type(self).__name__} runs on its tokenizers backend",
+                              stacklevel=4)
+                self.crayon_backend = f"fallback: {path}"
+        if engine is not None and engine._ref is not None:  # refused when the engine was built
+            self.crayon_backend = engine.crayon_backend
+            engine = None
+        if engine is None:
             self._crayon = None
             self._crayon_skip = frozenset(_ACCELERATED)
-            self.crayon_backend = engine.crayon_backend
         else:
             self._crayon = engine
             wrapped = getattr(self._tokenizer, "__dict__", {})
