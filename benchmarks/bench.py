@@ -535,10 +535,11 @@ def write_transformers_results(results: list[dict], info: dict) -> None:
             ax.set_title(f"tok(1000 short texts) {call}", fontsize=10)
             ax.grid(axis="y", alpha=0.3)
         axes[0].set_ylabel("ms per call (lower is better)")
-        axes[0].legend()
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper right", ncol=2, fontsize=8, frameon=False)
         fig.suptitle(f"CrayonTokenizer vs transformers {info['versions'].get('transformers')} "
-                     f"({info['cpu']}, {info['cores']} cores, {info['date']})", fontsize=9)
-        fig.tight_layout()
+                     f"({info['cpu']}, {info['cores']} cores, {info['date']})", fontsize=9, x=0.3)
+        fig.tight_layout(rect=(0, 0, 1, 0.95))
         fig.savefig(RESULTS / "transformers.png", dpi=110)
     except ImportError:
         print("matplotlib not installed: no plot (pip install matplotlib)")
