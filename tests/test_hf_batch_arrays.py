@@ -61,6 +61,9 @@ def _compare(tok, texts: list[str], add: bool, trunc, pad, special: bool = False
         assert np.array_equal(got, enc._m), (i, texts[i][:40], add, trunc, pad)
         assert as_dict(batch.encodings[i]) == as_dict(enc), (i, texts[i][:40], add, trunc, pad)
     assert batch.lists(0) == [e.ids for e in expected]
+    assert batch.lists(6) == [e.attention_mask for e in expected]
+    assert batch.lists(1) == [e.type_ids for e in expected]
+    assert batch.lists(5) == [e.special_tokens_mask for e in expected]
     assert batch.offset_lists() == [e.offsets for e in expected]
     assert batch.lengths() == [len(e) for e in expected]
     return True

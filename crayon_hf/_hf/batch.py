@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from crayon_hf._hf.encoding import END, START, Encoding
+from crayon_hf._hf.encoding import ATTN, END, START, Encoding
 from crayon_hf._native import native
 from crayon_hf._hf.postprocess import _USIZE_MOD, PaddingParams, TruncationParams, post_process
 from crayon_hf._hf.processors import _vocab_space_counts
@@ -58,6 +58,8 @@ class BatchArrays:
     def lists(self, row: int) -> list[list[int]]:
         """One row of every document as lists (what transformers builds)."""
         if self.padded is None:
+            if row == ATTN:  # no padding: every token is attended to
+                return [[1] * n for n in self._lengths]
             return self.rows(row)  # type: ignore[return-value]
         return native.int_lists(self.padded[row].reshape(-1), self._row_bounds())
 
