@@ -12,19 +12,16 @@ original method untouched.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import json
+import _thread
 import os
 import sys
-import threading
 from typing import Any
 
 TARGET = "transformers.models.auto.tokenization_auto"
 CONFIG_KEY = "crayon"
 
 _state = {"patch_all": False}
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()  # (threading and importlib.abc would cost milliseconds at import)
 
 
 def install() -> None:
@@ -47,13 +44,14 @@ def patch_all() -> bool:
     return _state["patch_all"]
 
 
-class _Loader(importlib.abc.Loader):
-    """The real loader of the auto-tokenizer module, followed by the wrap."""
+class _Loader:
+    """The real loader of the auto-tokenizer module, followed by the wrap (an import loader by
+    protocol: create_module and exec_module)."""
 
-    def __init__(self, inner: importlib.abc.Loader) -> None:
+    def __init__(self, inner: Any) -> None:
         self._inner = inner
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+    def create_module(self, spec: Any) -> Any:
         return self._inner.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
@@ -64,8 +62,10 @@ class _Loader(importlib.abc.Loader):
         return getattr(self._inner, name)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+class _Finder:
+    """A meta path finder (by protocol: find_spec) that wraps one module's loader."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname != TARGET:
             return None
         for finder in list(sys.meta_path):
@@ -109,6 +109,8 @@ _HUB_KWARGS = ("cache_dir", "force_download", "proxies", "token", "revision", "l
 def crayon_entry(path: Any, kwargs: dict[str, Any]) -> dict[str, Any] | None:
     """The ``"crayon"`` entry of the folder's tokenizer_config.json, or None (no file, no entry,
     or a hub repository that cannot be reached: transformers then reports it as usual)."""
+    import json
+
     try:
         local = os.path.join(str(path), kwargs.get("subfolder") or "", "tokenizer_config.json")
         if os.path.isdir(str(path)):
