@@ -35,8 +35,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from transformers.tokenization_utils_base import BatchEncoding, PaddingStrategy, TensorType, TruncationStrategy
-from transformers.tokenization_utils_tokenizers import TokenizersBackend
+
+try:
+    from transformers.tokenization_utils_base import BatchEncoding, PaddingStrategy, TensorType, TruncationStrategy
+    from transformers.tokenization_utils_tokenizers import TokenizersBackend
+except ImportError as e:  # not installed, or transformers 4 (no TokenizersBackend)
+    raise ImportError(
+        f"CrayonTokenizer needs transformers 5 (pip install 'transformers>=5'): {e}"
+    ) from e
 
 from crayon_hf import _transformers_hook as hook
 from crayon_hf._cache import atomic_write
