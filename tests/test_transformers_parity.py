@@ -478,8 +478,8 @@ SINGLE_OPTIONS = {
     "truncate_overflow": {"truncation": True, "max_length": 6, "stride": 1, "return_overflowing_tokens": True},
     "returns": {"return_offsets_mapping": True, "return_special_tokens_mask": True, "return_length": True,
                 "return_token_type_ids": True},
-    "no_attention_mask": {"return_attention_mask": False},
-    "split_special_tokens": {"split_special_tokens": True, "return_offsets_mapping": True},
+    "split_special_tokens": {"split_special_tokens": True, "return_offsets_mapping": True,
+                             "return_attention_mask": False},
     "np": {"return_tensors": "np", "return_offsets_mapping": True},
     "pt": {"return_tensors": "pt", "return_length": True},
 }
@@ -517,7 +517,6 @@ PAIR_OPTIONS = {
     "defaults": ("mixed", {}),
     "no_special_tokens": ("mixed", {"add_special_tokens": False}),
     "token_type_ids_true": ("mixed", {"return_token_type_ids": True}),
-    "token_type_ids_false": ("mixed", {"return_token_type_ids": False}),
     "special_tokens_mask_offsets": ("mixed", {"return_special_tokens_mask": True, "return_offsets_mapping": True}),
     "pad_true_left": ("mixed", {"padding": True, "padding_side": "left", "return_token_type_ids": True}),
     "truncate_true_24": ("mixed", {"truncation": True, "max_length": 24}),
