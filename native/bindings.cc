@@ -289,8 +289,8 @@ void to_char_offsets(std::string_view text, std::vector<uint32_t>& starts, std::
   for (uint32_t& e : ends) e = chars[std::min<size_t>(e, text.size())];
 }
 
-py::tuple raw_to_python(std::string_view text, RawEncoding& r) {
-  to_char_offsets(text, r.starts, r.ends);
+// An encoding whose offsets are already in characters, as (ids, offsets, words, token texts).
+py::tuple raw_tuple(RawEncoding r) {
   const size_t n = r.ids.size();
   py::array_t<int64_t> offsets({n, size_t{2}});
   py::array_t<int64_t> words(n);
@@ -304,6 +304,11 @@ py::tuple raw_to_python(std::string_view text, RawEncoding& r) {
   py::list texts;
   for (auto& [i, s] : r.token_text) texts.append(py::make_tuple(i, py::str(s.data(), s.size())));
   return py::make_tuple(to_numpy(std::move(r.ids)), offsets, words, texts);
+}
+
+py::tuple raw_to_python(std::string_view text, RawEncoding& r) {
+  to_char_offsets(text, r.starts, r.ends);
+  return raw_tuple(std::move(r));
 }
 
 // The raw encodings of a batch, kept natively until the caller says how to assemble them.
@@ -513,20 +518,7 @@ void bind_hf(py::module_& m) {
       }, "[(document, token index, token string)] for added tokens whose string is not their content.")
       .def("doc", [](const HfBatch& b, size_t i) {
         if (i >= b.docs.size()) throw py::index_error("document index out of range");
-        RawEncoding r = b.docs[i];
-        const size_t n = r.ids.size();
-        py::array_t<int64_t> offsets({n, size_t{2}});
-        py::array_t<int64_t> words(n);
-        auto o = offsets.mutable_unchecked<2>();
-        auto w = words.mutable_unchecked<1>();
-        for (size_t k = 0; k < n; ++k) {
-          o(k, 0) = r.starts[k];
-          o(k, 1) = r.ends[k];
-          w(k) = r.words[k];
-        }
-        py::list texts;
-        for (auto& [k, s] : r.token_text) texts.append(py::make_tuple(k, py::str(s.data(), s.size())));
-        return py::make_tuple(to_numpy(std::move(r.ids)), offsets, words, texts);
+        return raw_tuple(b.docs[i]);
       }, py::arg("i"), "Document i as HfEngine.encode returns it.")
       .def("assemble", [](const HfBatch& b, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& keep,
                           bool keep_tail, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& prefix,
