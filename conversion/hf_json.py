@@ -1,4 +1,4 @@
-"""tokenizer.json -> cartridge, for the byte-level BPE family.
+"""tokenizer.json -> cartridge: BPE (byte-level and SentencePiece-style), WordPiece, Unigram, WordLevel.
 
     tokenizer.json --parse_tokenizer_json--> dict
                    --plan_native--> NativePlan (what the engine needs, flattened)   | Unsupported
@@ -16,6 +16,8 @@ that `tokenizers` loads and tokenizes identically.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -34,10 +36,12 @@ __all__ = [
 # Components the engine runs natively (the native side re-checks and may still refuse).
 # Bump when plan_native accepts something it used to refuse: refusals are remembered in the cache
 # (crayon_hf/tokenizer.py) under this number, so a newer engine looks at those files again.
-SUPPORT_GENERATION = 1
+SUPPORT_GENERATION = 2
 
-_NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Replace", "Prepend", "Strip"}
-_PRE_TOKENIZERS = {"ByteLevel", "Split", "Digits", "Punctuation", "Whitespace", "WhitespaceSplit"}
+_NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Replace", "Prepend", "Strip", "BertNormalizer",
+                "Precompiled"}
+_PRE_TOKENIZERS = {"ByteLevel", "Split", "Digits", "Punctuation", "Whitespace", "WhitespaceSplit", "Metaspace",
+                   "BertPreTokenizer"}
 
 
 class Unsupported(Exception):
@@ -87,21 +91,25 @@ def model_type(model: dict[str, Any]) -> str:
 
 @dataclass
 class NativePlan:
+    kind: str = "bpe_bytes"  # bpe_bytes, bpe_chars, wordpiece, unigram, wordlevel
     normalizers: list[dict[str, Any]] = field(default_factory=list)
     normalizer_paths: list[str] = field(default_factory=list)
     pre_tokenizers: list[dict[str, Any]] = field(default_factory=list)
     pre_tokenizer_paths: list[str] = field(default_factory=list)
     byte_tokens: list[tuple[bytes, int]] = field(default_factory=list)
     added_tokens: list[dict[str, Any]] = field(default_factory=list)  # ids as tokenizers assigns them
-    decode_bytes: list[bytes | None] = field(default_factory=list)  # ByteLevel decoder output per id
+    decode_bytes: list[bytes | None] | None = None  # ByteLevel decoder output per id (byte-level BPE)
     merges: list[tuple[int, int, int]] = field(default_factory=list)
+    scores: list[float] | None = None  # Unigram
     vocab_strings: list[str | None] = field(default_factory=list)
     n_ids: int = 0
     unk_id: int = -1
     fuse_unk: bool = False
     ignore_merges: bool = False
+    byte_fallback: bool = False
     prefix: bytes = b""
     suffix: bytes = b""
+    max_input_chars_per_word: int = 0
 
 
 def _flatten(node: Any, path: str, list_key: str) -> list[tuple[str, dict[str, Any]]]:
@@ -157,6 +165,22 @@ def _normalizer_desc(path: str, d: dict[str, Any]) -> dict[str, Any]:
     elif t == "Strip":
         desc["left"] = bool(d.get("strip_left", True))
         desc["right"] = bool(d.get("strip_right", True))
+    elif t == "BertNormalizer":
+        lowercase = bool(d.get("lowercase", True))
+        strip = d.get("strip_accents")
+        desc["clean_text"] = bool(d.get("clean_text", True))
+        desc["handle_chinese_chars"] = bool(d.get("handle_chinese_chars", True))
+        desc["strip_accents"] = lowercase if strip is None else bool(strip)  # None follows lowercase
+        desc["lowercase"] = lowercase
+    elif t == "Precompiled":
+        charsmap = d.get("precompiled_charsmap")
+        if not isinstance(charsmap, str):
+            raise Unsupported(path, "precompiled_charsmap must be a base64 string")
+        try:
+            base64.b64decode(charsmap, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"{path}.precompiled_charsmap is not valid base64") from None
+        desc["charsmap"] = charsmap  # base64 in META; engine_components() decodes it
     return desc
 
 
@@ -176,7 +200,57 @@ def _pre_tokenizer_desc(path: str, d: dict[str, Any]) -> dict[str, Any]:
         desc["individual_digits"] = bool(d.get("individual_digits", False))
     elif t == "Punctuation":
         desc["behavior"] = _behavior(d.get("behavior", "Isolated"), path)
+    elif t == "Metaspace":
+        replacement = d.get("replacement", "\u2581")
+        if not isinstance(replacement, str) or len(replacement) != 1:
+            raise Unsupported(path, "Metaspace replacement must be one character")
+        scheme = d.get("prepend_scheme")
+        if scheme is None:  # files older than prepend_scheme
+            scheme = "always" if d.get("add_prefix_space", True) else "never"
+        if scheme not in ("always", "first", "never"):
+            raise Unsupported(path, f"unknown Metaspace prepend_scheme {scheme!r}")
+        desc["replacement"] = replacement
+        desc["prepend_scheme"] = scheme
+        desc["split"] = bool(d.get("split", True))
     return desc
+
+
+def engine_components(descs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """META component descriptions as the native engine takes them (charsmaps as bytes)."""
+    out = []
+    for d in descs:
+        if "charsmap" in d:
+            d = dict(d, charsmap=base64.b64decode(d["charsmap"]))
+        out.append(d)
+    return out
+
+
+def sentencepiece_shortcut(normalizers: list[dict[str, Any]], pre_tokenizers: list[dict[str, Any]]
+                           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """The SentencePiece-style normalizer (Prepend(r) then Replace(' ', r), or the Replace alone)
+    as an equivalent pre-tokenizer, so the engine reads the text without rewriting it.
+
+    Both give the model each text split with spaces shown as r (each r aligned to its space) and,
+    with Prepend, an r in front aligned to the first character: exactly Metaspace without split,
+    with a prefix that does not look at the first character ("unconditional", an engine-only
+    scheme) or none. Only valid when no added token is matched in normalized text (those would
+    see r instead of spaces); the caller checks that. Returns (normalizers, pre_tokenizers) or None.
+    """
+    kinds = [d["type"] for d in normalizers]
+    if kinds not in (["Prepend", "Replace"], ["Replace"]):
+        return None
+    replace = normalizers[-1]
+    r = replace.get("content", "")
+    if replace.get("regex") or replace.get("pattern") != " " or len(r) != 1:
+        return None
+    if kinds[0] == "Prepend" and normalizers[0].get("pattern") != r:
+        return None
+    if pre_tokenizers and not (len(pre_tokenizers) == 1 and pre_tokenizers[0]["type"] == "Split"
+                               and not pre_tokenizers[0].get("regex") and pre_tokenizers[0].get("pattern") == " "
+                               and not pre_tokenizers[0].get("invert")):
+        return None  # a Split on " " finds nothing once spaces are r: the whole split is one piece
+    scheme = "unconditional" if kinds[0] == "Prepend" else "never"
+    return [], [{"type": "Metaspace", "replacement": r, "prepend_scheme": scheme, "split": False}]
 
 
 def _merge_pair(m: Any, i: int) -> tuple[str, str]:
@@ -198,20 +272,28 @@ def added_token_string(token: dict[str, Any], normalizers: list[dict[str, Any]])
         return content
     from crayon_hf._native import native
 
-    return native.hf_normalize(normalizers, content)
+    return native.hf_normalize(engine_components(normalizers), content)
+
+
+def _vocab_dict(model: dict[str, Any]) -> dict[str, int]:
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict):
+        raise ValueError("model.vocab must be an object mapping tokens to ids")
+    for tok, i in vocab.items():
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**31:
+            raise ValueError(f"model.vocab[{tok!r}] must be a non-negative id, got {i!r}")
+    return vocab
+
+
+def _utf8(token: str) -> bytes:
+    return token.encode("utf-8", "surrogatepass")
 
 
 def plan_native(data: dict[str, Any]) -> NativePlan:
     """What the native engine needs; raises Unsupported naming the first component it cannot run
     exactly, ValueError when the file itself is inconsistent (as `tokenizers` would refuse it)."""
     model = data["model"]
-    if model_type(model) != "BPE":
-        raise Unsupported("model", f"model type {model_type(model)} is not implemented natively yet")
-    if model.get("dropout") not in (None, 0, 0.0):
-        raise Unsupported("model.dropout", "BPE dropout is random; only tokenizers reproduces it")
-    if model.get("byte_fallback"):
-        raise Unsupported("model.byte_fallback", "byte_fallback BPE is not implemented natively yet")
-
+    mtype = model_type(model)
     plan = NativePlan()
     for path, d in _flatten(data.get("normalizer"), "normalizer", "normalizers"):
         plan.normalizers.append(_normalizer_desc(path, d))
@@ -219,16 +301,40 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
     for path, d in _flatten(data.get("pre_tokenizer"), "pre_tokenizer", "pretokenizers"):
         plan.pre_tokenizers.append(_pre_tokenizer_desc(path, d))
         plan.pre_tokenizer_paths.append(path)
-    if not any(p["type"] == "ByteLevel" for p in plan.pre_tokenizers):
-        raise Unsupported("pre_tokenizer", "the model's input is not byte-level (no ByteLevel pre-tokenizer)")
-    vocab = model.get("vocab")
-    if not isinstance(vocab, dict):
-        raise ValueError("model.vocab must be an object mapping tokens to ids")
-    n_ids = 0
-    for tok, i in vocab.items():
-        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**31:
-            raise ValueError(f"model.vocab[{tok!r}] must be a non-negative id, got {i!r}")
-        n_ids = max(n_ids, i + 1)
+    types = [p["type"] for p in plan.pre_tokenizers]
+    byte_level = "ByteLevel" in types
+    if "Metaspace" in types and types.index("Metaspace") != len(types) - 1:
+        path = plan.pre_tokenizer_paths[types.index("Metaspace")]
+        raise Unsupported(path, "Metaspace before another pre-tokenizer is not implemented natively")
+    if byte_level and (mtype != "BPE" or "Metaspace" in types):
+        raise Unsupported("pre_tokenizer", f"ByteLevel with a {mtype} model (or with Metaspace) is not implemented natively")
+
+    if mtype == "BPE":
+        vocab = _plan_bpe(model, plan, byte_level)
+    elif mtype == "WordPiece":
+        vocab = _vocab_dict(model)
+        plan.kind = "wordpiece"
+        unk = model.get("unk_token", "[UNK]")
+        if unk not in vocab:
+            raise Unsupported("model.unk_token", "WordPiece without its unk token in the vocabulary fails in tokenizers")
+        plan.unk_id = vocab[unk]
+        plan.prefix = _utf8(str(model.get("continuing_subword_prefix", "##")))
+        plan.max_input_chars_per_word = int(model.get("max_input_chars_per_word", 100))
+        if not 0 <= plan.max_input_chars_per_word < 2**32:
+            raise ValueError("model.max_input_chars_per_word is out of range")
+    elif mtype == "Unigram":
+        vocab = _plan_unigram(model, plan)
+    elif mtype == "WordLevel":
+        vocab = _vocab_dict(model)
+        plan.kind = "wordlevel"
+        unk = model.get("unk_token")
+        if unk not in vocab:
+            raise Unsupported("model.unk_token", "WordLevel without its unk token in the vocabulary fails in tokenizers")
+        plan.unk_id = vocab[unk]
+    else:
+        raise Unsupported("model", f"model type {mtype} is not implemented natively")
+
+    n_ids = len(plan.vocab_strings)
     # tokenizers re-adds the added tokens at load: one whose content is already in the model's
     # vocabulary takes the model's id, whatever the file says.
     for tok in data.get("added_tokens") or []:
@@ -238,29 +344,51 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         plan.added_tokens.append(t)
         n_ids = max(n_ids, int(t["id"]) + 1)
     plan.n_ids = n_ids
+    plan.vocab_strings += [None] * (n_ids - len(plan.vocab_strings))
+    if plan.kind == "bpe_bytes":
+        # What the ByteLevel decoder turns each token into: its bytes when every character is in
+        # the byte-level alphabet, else its own UTF-8 (added tokens included). tokenizers gives an
+        # added token with normalized=true the *normalized* content as its string (id_to_token,
+        # decode), while token_to_id still takes the original content.
+        by_id: list[str | None] = list(plan.vocab_strings)
+        for tok in plan.added_tokens:
+            by_id[int(tok["id"])] = added_token_string(tok, plan.normalizers)
+        plan.decode_bytes = [None if t is None else (_to_bytes(t) if _to_bytes(t) is not None else _utf8(t))
+                             for t in by_id]
+    if plan.kind == "unigram" and plan.scores is not None:
+        plan.scores += [0.0] * (n_ids - len(plan.scores))
+    return plan
+
+
+def _plan_bpe(model: dict[str, Any], plan: NativePlan, byte_level: bool) -> dict[str, int]:
+    if model.get("dropout") not in (None, 0, 0.0):
+        raise Unsupported("model.dropout", "BPE dropout is random; only tokenizers reproduces it")
+    vocab = _vocab_dict(model)
+    plan.kind = "bpe_bytes" if byte_level else "bpe_chars"
+    plan.byte_fallback = bool(model.get("byte_fallback", False))
+    prefix = model.get("continuing_subword_prefix") or ""
+    suffix = model.get("end_of_word_suffix") or ""
+    n_ids = max(vocab.values(), default=-1) + 1
     strings: list[str | None] = [None] * n_ids
     for tok, i in vocab.items():
         strings[i] = tok
-        b = _to_bytes(tok)
-        if b:
-            plan.byte_tokens.append((b, i))
     plan.vocab_strings = strings
-    # What the ByteLevel decoder turns each token into: its bytes when every character is in the
-    # byte-level alphabet, else its own UTF-8 (added tokens included).
-    # tokenizers gives an added token with normalized=true the *normalized* content as its string
-    # (id_to_token, decode), while token_to_id still takes the original content.
-    by_id: list[str | None] = list(strings)
-    for tok in plan.added_tokens:
-        by_id[int(tok["id"])] = added_token_string(tok, plan.normalizers)
-    plan.decode_bytes = [None if t is None else (_to_bytes(t) if _to_bytes(t) is not None else t.encode("utf-8", "surrogatepass"))
-                         for t in by_id]
-
-    prefix = model.get("continuing_subword_prefix") or ""
-    suffix = model.get("end_of_word_suffix") or ""
-    pb, sb = _to_bytes(prefix), _to_bytes(suffix)
-    if pb is None or sb is None:
-        raise Unsupported("model", "continuing_subword_prefix/end_of_word_suffix outside the byte-level alphabet")
-    plan.prefix, plan.suffix = pb, sb
+    if byte_level:
+        if plan.byte_fallback:
+            raise Unsupported("model.byte_fallback", "byte_fallback with a ByteLevel pre-tokenizer is not implemented natively")
+        for tok, i in vocab.items():
+            b = _to_bytes(tok)
+            if b:
+                plan.byte_tokens.append((b, i))
+        pb, sb = _to_bytes(prefix), _to_bytes(suffix)
+        if pb is None or sb is None:
+            raise Unsupported("model", "continuing_subword_prefix/end_of_word_suffix outside the byte-level alphabet")
+        plan.prefix, plan.suffix = pb, sb
+    else:
+        if plan.byte_fallback and (prefix or suffix):
+            raise Unsupported("model.byte_fallback", "byte_fallback with a subword prefix or suffix is not implemented natively")
+        plan.byte_tokens = [(_utf8(tok), i) for tok, i in vocab.items() if tok]
+        plan.prefix, plan.suffix = _utf8(prefix), _utf8(suffix)
 
     merges = model.get("merges") or []
     if not isinstance(merges, list):
@@ -283,7 +411,35 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         plan.unk_id = vocab[unk]
     plan.fuse_unk = bool(model.get("fuse_unk", False))
     plan.ignore_merges = bool(model.get("ignore_merges", False))
-    return plan
+    return vocab
+
+
+def _plan_unigram(model: dict[str, Any], plan: NativePlan) -> dict[str, int]:
+    pieces = model.get("vocab")
+    if not isinstance(pieces, list):
+        raise ValueError("model.vocab of a Unigram model must be a list of [token, score]")
+    plan.kind = "unigram"
+    vocab: dict[str, int] = {}  # token_to_ids: a repeated token keeps its last id, as in tokenizers
+    scores: list[float] = []
+    strings: list[str | None] = []
+    for i, item in enumerate(pieces):
+        if (not isinstance(item, (list, tuple)) or len(item) != 2 or not isinstance(item[0], str)
+                or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)):
+            raise ValueError(f"model.vocab[{i}] must be [token, score], got {item!r}")
+        vocab[item[0]] = i
+        strings.append(item[0])
+        scores.append(float(item[1]))
+    unk = model.get("unk_id")
+    if unk is None:
+        raise Unsupported("model.unk_id", "a Unigram model without unk_id fails in tokenizers on unknown characters")
+    if not isinstance(unk, int) or not 0 <= unk < len(pieces):
+        raise ValueError(f"model.unk_id {unk!r} is out of range")
+    plan.unk_id = unk
+    plan.byte_fallback = bool(model.get("byte_fallback", False))
+    plan.byte_tokens = [(_utf8(tok), i) for tok, i in vocab.items() if tok]
+    plan.vocab_strings = strings
+    plan.scores = scores
+    return vocab
 
 
 def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, Any]) -> bytes:
@@ -298,12 +454,14 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
     data = parse_tokenizer_json(raw)
     meta = dict(meta)
     meta.setdefault("source_sha256", hashlib.sha256(raw).hexdigest())
-    meta["engine"] = "hf_bpe"
-    meta["format"] = 1
+    meta["engine"] = "hf"
+    meta["format"] = 2
+    meta["model"] = plan.kind
     for key in ("added_tokens", "normalizer", "post_processor", "decoder", "truncation", "padding"):
         meta[key] = data.get(key)
     meta["added_tokens"] = plan.added_tokens
-    meta["model_vocab_size"] = len(data["model"]["vocab"])
+    vocab = data["model"].get("vocab")
+    meta["model_vocab_size"] = len(vocab) if isinstance(vocab, (dict, list)) else 0
     # The character tables the engine reproduces tokenizers 0.23.3 with (each probed from it; see
     # docs/regex.md and docs/normalizers.md). The header's unicode_version is the regex classes'.
     meta["unicode"] = {
@@ -317,15 +475,22 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
     meta["normalizer_paths"] = plan.normalizer_paths
     meta["pre_tokenizers"] = plan.pre_tokenizers
     meta["pre_tokenizer_paths"] = plan.pre_tokenizer_paths
+    model = {
+        "kind": plan.kind,
+        "byte_tokens": plan.byte_tokens,
+        "merges": plan.merges,
+        "scores": plan.scores,
+        "n_ids": plan.n_ids,
+        "unk_id": plan.unk_id,
+        "fuse_unk": plan.fuse_unk,
+        "ignore_merges": plan.ignore_merges,
+        "byte_fallback": plan.byte_fallback,
+        "prefix": plan.prefix,
+        "suffix": plan.suffix,
+        "max_input_chars_per_word": plan.max_input_chars_per_word,
+    }
     return native.build_hf_cartridge(
-        plan.byte_tokens,
-        plan.merges,
-        plan.n_ids,
-        plan.unk_id,
-        plan.fuse_unk,
-        plan.ignore_merges,
-        plan.prefix,
-        plan.suffix,
+        model,
         json.dumps(meta, ensure_ascii=False),
         raw,
         json.dumps(plan.vocab_strings, ensure_ascii=False).encode("utf-8"),

@@ -37,7 +37,7 @@ from crayon_hf._hf.processors import build_post_processor
 __all__ = ["Tokenizer", "AddedToken", "Encoding"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 8
+_CACHE_GENERATION = 9
 _MAGIC = b"CRAYONHF"
 
 
@@ -118,13 +118,19 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
-        """A tokenizer.json (compiled to a cartridge in the cache on first use) or a cartridge."""
+        """A tokenizer.json (compiled to a cartridge in the cache on first use), a cartridge, or a
+        SentencePiece model (converted to the tokenizer.json transformers builds from it)."""
         p = Path(path)
         with open(p, "rb") as f:
             head = f.read(len(_MAGIC))
         if head == _MAGIC:
             return cls.from_cartridge(p)
-        return cls.from_buffer(p.read_bytes(), source=str(p))
+        data = p.read_bytes()
+        from crayon_hf.conversion.sentencepiece import convert_model, looks_like_model
+
+        if looks_like_model(data[:4096]):
+            return cls.from_buffer(convert_model(data, str(p)).encode("utf-8"), source=str(p))
+        return cls.from_buffer(data, source=str(p))
 
     @classmethod
     def from_str(cls, json_str: str) -> Tokenizer:
@@ -179,7 +185,7 @@ class Tokenizer:
                 "load tiktoken cartridges with crayon_hf.tiktoken.Encoding.from_cartridge"
             )
         meta = json.loads(native.section_bytes(self._cartridge_path, "META").decode("utf-8"))
-        if meta.get("engine") != "hf_bpe" or meta.get("format") != 1:
+        if (meta.get("engine"), meta.get("format")) not in (("hf", 2), ("hf_bpe", 1)):
             raise ValueError(
                 f"{path}: unsupported tokenizer.json cartridge layout (engine {meta.get('engine')!r}, "
                 f"format {meta.get('format')!r}); rebuild it with `crayon convert tokenizer.json -o {path}`"
@@ -222,7 +228,12 @@ class Tokenizer:
             return content
         from crayon_hf._native import native
 
-        return native.hf_normalize(self._meta["normalizers"], content)
+        return native.hf_normalize(self._components("normalizers"), content)
+
+    def _components(self, kind: str) -> list[dict[str, Any]]:
+        from crayon_hf.conversion.hf_json import engine_components
+
+        return engine_components(self._meta[kind])
 
     def _build_engine(self) -> None:
         from crayon_hf._native import native
@@ -234,9 +245,13 @@ class Tokenizer:
                                t["rstrip"], t["single_word"]))
             else:
                 raw.append((t["id"], t["content"], t["special"], t["lstrip"], t["rstrip"], t["single_word"]))
-        self._engine = native.HfEngine(
-            self._cartridge_path, self._meta["normalizers"], self._meta["pre_tokenizers"], raw, normed
-        )
+        from crayon_hf.conversion.hf_json import sentencepiece_shortcut
+
+        normalizers, pre_tokenizers = self._components("normalizers"), self._meta["pre_tokenizers"]
+        shortcut = None if normed else sentencepiece_shortcut(normalizers, pre_tokenizers)
+        if shortcut is not None:
+            normalizers, pre_tokenizers = shortcut
+        self._engine = native.HfEngine(self._cartridge_path, normalizers, pre_tokenizers, raw, normed)
         self._vocab_cache = None
         self._skip_cache = None
         self._skip_mask_cache = None
@@ -584,7 +599,7 @@ class Tokenizer:
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         if self._ref is not None:
             return self._ref.decode(ids, skip_special_tokens)
-        if type(self._decoder) is ByteLevelDecoder and not self._overlay:
+        if type(self._decoder) is ByteLevelDecoder and not self._overlay and self._engine.byte_level:
             # The common case, natively: the cartridge holds each id's decoded bytes.
             try:
                 raw = self._engine.decode_byte_level(ids, self._skip_mask() if skip_special_tokens else b"")

@@ -248,6 +248,14 @@ ComponentDesc component_from(const py::dict& d) {
   c.individual_digits = get_bool("individual_digits", false);
   c.left = get_bool("left", false);
   c.right = get_bool("right", false);
+  c.replacement = get_str("replacement");
+  c.prepend_scheme = d.contains("prepend_scheme") ? get_str("prepend_scheme") : std::string("always");
+  c.split = get_bool("split", true);
+  c.clean_text = get_bool("clean_text", true);
+  c.handle_chinese_chars = get_bool("handle_chinese_chars", true);
+  c.strip_accents = get_bool("strip_accents", false);
+  c.lowercase = get_bool("lowercase", true);
+  if (d.contains("charsmap")) c.blob = std::string(bytes_view(d["charsmap"]));
   return c;
 }
 
@@ -446,34 +454,54 @@ void bind_hf(py::module_& m) {
 
   py::register_exception<UnsupportedComponent>(m, "UnsupportedComponent", PyExc_ValueError);
 
-  m.def("build_hf_cartridge", [](const py::list& byte_tokens, const py::list& merges, uint32_t n_ids,
-                                 int32_t unk_id, bool fuse_unk, bool ignore_merges, const py::bytes& prefix,
-                                 const py::bytes& suffix, const std::string& meta_json,
-                                 const py::bytes& tokenizer_json, const py::bytes& vocab_strings,
-                                 const py::list& decode_bytes) {
-    HfBpeSource src;
-    src.byte_tokens.reserve(byte_tokens.size());
-    for (py::handle h : byte_tokens) {
-      py::tuple t = py::reinterpret_borrow<py::tuple>(h);
-      src.byte_tokens.emplace_back(std::string(bytes_view(t[0])), py::cast<uint32_t>(t[1]));
+  m.def("build_hf_cartridge", [](const py::dict& model, const std::string& meta_json, const py::bytes& tokenizer_json,
+                                 const py::bytes& vocab_strings, const py::object& decode_bytes) {
+    static const std::pair<const char*, HfModelKind> kKinds[] = {
+        {"bpe_bytes", HfModelKind::kBpeBytes}, {"bpe_chars", HfModelKind::kBpeChars},
+        {"wordpiece", HfModelKind::kWordPiece}, {"unigram", HfModelKind::kUnigram},
+        {"wordlevel", HfModelKind::kWordLevel}};
+    HfSource src;
+    const std::string kind = py::cast<std::string>(model["kind"]);
+    bool known = false;
+    for (const auto& [name, k] : kKinds) {
+      if (kind == name) {
+        src.kind = k;
+        known = true;
+      }
     }
-    src.merges.reserve(merges.size());
-    for (py::handle h : merges) {
-      py::tuple t = py::reinterpret_borrow<py::tuple>(h);
-      src.merges.push_back(HfMerge{py::cast<uint32_t>(t[0]), py::cast<uint32_t>(t[1]), py::cast<uint32_t>(t[2])});
+    if (!known) throw py::value_error("unknown model kind '" + kind + "'");
+    auto get = [&](const char* key) { return model.contains(key) ? py::object(model[key]) : py::object(py::none()); };
+    if (!get("byte_tokens").is_none()) {
+      for (py::handle h : py::reinterpret_borrow<py::list>(model["byte_tokens"])) {
+        py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+        src.byte_tokens.emplace_back(std::string(bytes_view(t[0])), py::cast<uint32_t>(t[1]));
+      }
     }
-    src.n_ids = n_ids;
-    src.options.unk_id = unk_id;
-    src.options.fuse_unk = fuse_unk;
-    src.options.ignore_merges = ignore_merges;
-    src.options.prefix = std::string(bytes_view(prefix));
-    src.options.suffix = std::string(bytes_view(suffix));
+    if (!get("merges").is_none()) {
+      for (py::handle h : py::reinterpret_borrow<py::list>(model["merges"])) {
+        py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+        src.merges.push_back(HfMerge{py::cast<uint32_t>(t[0]), py::cast<uint32_t>(t[1]), py::cast<uint32_t>(t[2])});
+      }
+    }
+    if (!get("scores").is_none()) src.scores = py::cast<std::vector<double>>(model["scores"]);
+    src.n_ids = py::cast<uint32_t>(model["n_ids"]);
+    src.options.unk_id = get("unk_id").is_none() ? -1 : py::cast<int32_t>(model["unk_id"]);
+    src.options.fuse_unk = !get("fuse_unk").is_none() && py::cast<bool>(model["fuse_unk"]);
+    src.options.ignore_merges = !get("ignore_merges").is_none() && py::cast<bool>(model["ignore_merges"]);
+    src.options.byte_fallback = !get("byte_fallback").is_none() && py::cast<bool>(model["byte_fallback"]);
+    if (!get("prefix").is_none()) src.options.prefix = std::string(bytes_view(model["prefix"]));
+    if (!get("suffix").is_none()) src.options.suffix = std::string(bytes_view(model["suffix"]));
+    if (!get("max_input_chars_per_word").is_none()) {
+      src.max_input_chars_per_word = py::cast<uint32_t>(model["max_input_chars_per_word"]);
+    }
     src.meta_json = meta_json;
     src.tokenizer_json = std::string(bytes_view(tokenizer_json));
     src.vocab_strings = std::string(bytes_view(vocab_strings));
-    for (py::handle h : decode_bytes) {
-      src.decode_present.push_back(h.is_none() ? 0 : 1);
-      src.decode_bytes.emplace_back(h.is_none() ? std::string() : std::string(bytes_view(h)));
+    if (!decode_bytes.is_none()) {
+      for (py::handle h : py::reinterpret_borrow<py::list>(decode_bytes)) {
+        src.decode_present.push_back(h.is_none() ? 0 : 1);
+        src.decode_bytes.emplace_back(h.is_none() ? std::string() : std::string(bytes_view(h)));
+      }
     }
     std::string image;
     {
@@ -486,7 +514,12 @@ void bind_hf(py::module_& m) {
       }
     }
     return py::bytes(image);
-  }, "Compiles a byte-level BPE tokenizer.json (already parsed by conversion/hf_json.py) into a cartridge image.");
+  }, py::arg("model"), py::arg("meta_json"), py::arg("tokenizer_json"), py::arg("vocab_strings"),
+  py::arg("decode_bytes"),
+  "Compiles a tokenizer.json (already planned by conversion/hf_json.py) into a cartridge image. `model`: kind "
+  "(bpe_bytes, bpe_chars, wordpiece, unigram, wordlevel), byte_tokens [(bytes, id)], merges [(left, right, "
+  "merged)], scores, n_ids, unk_id, fuse_unk, ignore_merges, byte_fallback, prefix, suffix, "
+  "max_input_chars_per_word.");
 
   m.def("hf_normalize", [](const py::list& normalizers, const py::str& text) {
     std::vector<ComponentDesc> descs;
@@ -588,6 +621,8 @@ void bind_hf(py::module_& m) {
            py::arg("added_normalized"))
       .def("info", [](const PyHfEngine& pe) { return cartridge_info(pe->cartridge()); })
       .def_property_readonly("n_ids", [](const PyHfEngine& pe) { return pe->n_ids(); })
+      .def_property_readonly("byte_level", [](const PyHfEngine& pe) { return pe->is_byte_level(); },
+                             "Whether the model is byte-level BPE (the cartridge then has the ByteLevel decode table).")
       .def_property_readonly("has_fast_path", [](const PyHfEngine& pe) { return pe->has_fast_path(); },
                              "True when the merge list runs on the linear-time backtracking encoder.")
       .def("section", [](const PyHfEngine& pe, const std::string& id) {
@@ -655,14 +690,15 @@ void bind_hf(py::module_& m) {
         std::vector<HfToken> out;
         if (!b.empty()) {
           const auto* p = reinterpret_cast<const uint8_t*>(b.data());
-          if (reference) pe->model().encode_word_merging(p, b.size(), out);
+          if (reference && pe->bpe() == nullptr) throw py::value_error("reference=True needs a BPE model");
+          if (reference) pe->bpe()->encode_word_merging(p, b.size(), out);
           else pe->model().encode_word(p, b.size(), out);
         }
         py::list ids;
         for (const HfToken& t : out) ids.append(py::make_tuple(t.id, t.start, t.end));
         return ids;
       }, py::arg("piece"), py::arg("reference") = false,
-      "The BPE model alone on one piece's bytes: [(id, start, end)]. reference=True runs the plain "
+      "The model alone on one piece's bytes: [(id, start, end)]. reference=True runs the plain "
       "merge-list loop (the oracle of the fast paths).")
       .def("encode_ids", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
         const std::string_view t = utf8_view(text);

@@ -8,6 +8,7 @@
 
 #include "bpe_backtrack.h"  // pair_slot: the fixed pair hash shared with the pair table
 #include "tiktoken_engine.h"
+#include "utf8.h"
 
 namespace crayon {
 
@@ -62,7 +63,8 @@ uint64_t new_cache_owner() {
 }  // namespace
 
 HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64_t merge_capacity,
-                       const uint8_t* self_encodes, uint32_t n_ids, HfBpeOptions options)
+                       const uint8_t* self_encodes, uint32_t n_ids, HfBpeOptions options,
+                       HfSegmentation segmentation)
     : vocab_(vocab),
       merges_(merges),
       merge_capacity_(merge_capacity),
@@ -79,6 +81,22 @@ HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64
     symbol_[3][b] = lookup(options_.prefix + byte + options_.suffix);
   }
   if (options_.unk_id >= 0 && static_cast<uint32_t>(options_.unk_id) >= n_ids_) options_.unk_id = -1;
+  all_bytes_ = true;
+  for (int b = 0; b < 256; ++b) {
+    static const char* kHex = "0123456789ABCDEF";
+    const std::string name = std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">";
+    byte_token_[b] = options_.char_level && options_.byte_fallback ? lookup(name) : -1;
+    all_bytes_ &= byte_token_[b] >= 0;
+  }
+  // Segmenting is exact only when no character can be dropped (see the top of hf_bpe.h).
+  const bool never_drops = options_.unk_id >= 0 || all_bytes_;
+  if (options_.char_level && segmentation.enabled && plain_symbols_ && !options_.ignore_merges && never_drops &&
+      lookup("\xE2\x96\x81") >= 0) {
+    seg_ = segmentation;
+    for (int c = 0; c < 128; ++c) {
+      ascii_cut_[c] = symbol_[1][c] >= 0 && !std::binary_search(seg_.glue, seg_.glue + seg_.n_glue, uint32_t(c));
+    }
+  }
 }
 
 void HfBpeModel::set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks) {
@@ -110,7 +128,53 @@ const HfMergeEntry* HfBpeModel::find_merge(uint32_t left, uint32_t right) const 
   return nullptr;
 }
 
+bool HfBpeModel::may_end_word(const uint8_t* c, size_t n) const {
+  if (n == 1) return c[0] < 0x80 && ascii_cut_[c[0]];
+  const utf8::Decoded d = utf8::decode(c, c + n);
+  if (d.cp == utf8::kInvalid || d.len != n) return false;
+  const int32_t id = vocab_.find(c, n);
+  return id >= 0 && static_cast<uint32_t>(id) < n_ids_ &&
+         !std::binary_search(seg_.glue, seg_.glue + seg_.n_glue, d.cp);
+}
+
+bool HfBpeModel::cut_before(const uint8_t* piece, size_t pos) const {
+  size_t k = pos - 1;
+  while (k > 0 && (piece[k] & 0xC0) == 0x80) --k;
+  return may_end_word(piece + k, pos - k);
+}
+
 void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
+  if (n == 0) return;
+  if (!seg_.enabled) {
+    encode_cached(piece, n, out);
+    return;
+  }
+  // Words of a sentence: cut before every U+2581 (E2 96 81) that nothing merges across.
+  size_t start = 0;
+  for (size_t pos = 1; pos + 3 <= n;) {
+    const void* hit = std::memchr(piece + pos, 0xE2, n - 2 - pos);
+    if (hit == nullptr) break;
+    pos = static_cast<size_t>(static_cast<const uint8_t*>(hit) - piece);
+    if (piece[pos + 1] == 0x96 && piece[pos + 2] == 0x81 && cut_before(piece, pos)) {
+      const size_t first = out.size();
+      encode_cached(piece + start, pos - start, out);
+      for (size_t i = first; i < out.size(); ++i) {
+        out[i].start += static_cast<uint32_t>(start);
+        out[i].end += static_cast<uint32_t>(start);
+      }
+      start = pos;
+    }
+    pos += 1;
+  }
+  const size_t first = out.size();
+  encode_cached(piece + start, n - start, out);
+  for (size_t i = first; i < out.size(); ++i) {
+    out[i].start += static_cast<uint32_t>(start);
+    out[i].end += static_cast<uint32_t>(start);
+  }
+}
+
+void HfBpeModel::encode_cached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
   if (n == 0) return;
   // The backtracking encoder is faster than a cache probe (measured); the cache serves the merge
   // loop and the whole-token lookups in front of it.
@@ -183,12 +247,7 @@ void HfBpeModel::encode_word_uncached(const uint8_t* piece, size_t n, std::vecto
   encode_word_merging(piece, n, out);
 }
 
-namespace {
-
 // The symbols of a word during merging: a doubly linked list over the initial positions.
-// UTF-8 length of the byte-level stand-in for byte b: printable ASCII stands for itself.
-uint32_t stand_in_units(uint8_t b) { return (b >= 0x21 && b <= 0x7E) ? 1 : 2; }
-
 struct Symbols {
   std::vector<uint32_t> id;
   std::vector<uint32_t> len;    // bytes of the characters this symbol stands for
@@ -209,6 +268,11 @@ struct Symbols {
   size_t size() const { return id.size(); }
 };
 
+namespace {
+
+// UTF-8 length of the byte-level stand-in for byte b: printable ASCII stands for itself.
+uint32_t stand_in_units(uint8_t b) { return (b >= 0x21 && b <= 0x7E) ? 1 : 2; }
+
 struct HeapItem {
   uint32_t rank;
   int32_t pos;
@@ -221,13 +285,9 @@ constexpr size_t kScanLimit = 48;
 
 }  // namespace
 
-void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
-  thread_local Symbols scratch;
-  Symbols& sym = scratch;  // one TLS lookup per call
-  sym.clear();
-
-  // Characters to symbols, with tokenizers' unk handling: a run of unknown characters becomes one
-  // pending unk that is flushed before the next known symbol (fused into one when fuse_unk).
+// Bytes to symbols, with tokenizers' unk handling: a run of unknown bytes becomes one pending unk
+// that is flushed before the next known symbol (fused into one when fuse_unk).
+bool HfBpeModel::byte_symbols(const uint8_t* piece, size_t n, Symbols& sym) const {
   bool dropped = false;
   bool unk_pending = false;
   uint32_t unk_len = 0, unk_units = 0;
@@ -256,6 +316,75 @@ void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector
     }
   }
   if (unk_pending) sym.add(static_cast<uint32_t>(options_.unk_id), unk_len, unk_units);
+  return dropped;
+}
+
+// Characters to symbols, as tokenizers' BPE::merge_word: a known character (with its prefix and
+// suffix) is one symbol; an unknown one becomes its <0xXX> byte tokens when byte_fallback has all
+// of them (without flushing a pending unk: tokenizers adds them first), else joins the pending
+// unk as in byte_symbols. Invalid UTF-8 (never in tokenizers' input) walks one byte at a time.
+bool HfBpeModel::char_symbols(const uint8_t* piece, size_t n, Symbols& sym) const {
+  bool dropped = false;
+  bool unk_pending = false;
+  uint32_t unk_len = 0;
+  thread_local std::string tl_key;
+  std::string& key = tl_key;
+  for (size_t i = 0; i < n;) {
+    const uint32_t len = piece[i] < 0x80 ? 1 : utf8::decode(piece + i, piece + n).len;
+    int32_t id;
+    const uint8_t* kp = piece + i;
+    size_t kn = len;
+    if (plain_symbols_) {
+      id = len == 1 ? symbol_[1][piece[i]] : vocab_.find(piece + i, len);
+      if (id >= 0 && static_cast<uint32_t>(id) >= n_ids_) id = -1;
+    } else {
+      key.clear();
+      if (i > 0) key += options_.prefix;
+      key.append(reinterpret_cast<const char*>(piece + i), len);
+      if (i + len == n) key += options_.suffix;
+      id = lookup(key);
+      kp = reinterpret_cast<const uint8_t*>(key.data());
+      kn = key.size();
+    }
+    i += len;
+    if (id >= 0) {
+      if (unk_pending) {
+        sym.add(static_cast<uint32_t>(options_.unk_id), unk_len, unk_len);
+        unk_pending = false;
+      }
+      sym.add(static_cast<uint32_t>(id), len, len);
+      continue;
+    }
+    if (options_.byte_fallback) {
+      bool all = true;
+      for (size_t k = 0; k < kn && all; ++k) all = byte_token_[kp[k]] >= 0;
+      if (all) {
+        for (size_t k = 0; k < kn; ++k) sym.add(static_cast<uint32_t>(byte_token_[kp[k]]), 1, 1);
+        continue;
+      }
+    }
+    if (options_.unk_id >= 0) {
+      if (unk_pending && options_.fuse_unk) {
+        unk_len += len;
+      } else {
+        if (unk_pending) sym.add(static_cast<uint32_t>(options_.unk_id), unk_len, unk_len);
+        unk_pending = true;
+        unk_len = len;
+      }
+    } else {
+      dropped = true;
+    }
+  }
+  if (unk_pending) sym.add(static_cast<uint32_t>(options_.unk_id), unk_len, unk_len);
+  return dropped;
+}
+
+void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
+  thread_local Symbols scratch;
+  Symbols& sym = scratch;  // one TLS lookup per call
+  sym.clear();
+
+  const bool dropped = options_.char_level ? char_symbols(piece, n, sym) : byte_symbols(piece, n, sym);
   if (sym.size() == 0) return;
 
   auto merge_at = [&](int32_t pos, uint32_t merged) {
@@ -315,7 +444,9 @@ void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector
     }
   }
 
-  if (!dropped) {
+  if (!dropped || options_.char_level) {
+    // Running sums of the symbols' lengths, as tokenizers' Word::add places them (for character
+    // vocabularies also after a dropped character: everything after it shifts left).
     uint32_t offset = 0;
     for (int32_t i = 0; i >= 0; i = sym.next[i]) {
       out.push_back(HfToken{sym.id[i], offset, offset + sym.len[i]});
@@ -342,6 +473,35 @@ void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector
     out.push_back(HfToken{sym.id[i], byte_at(offset), byte_at(offset + units - 1) + 1});
     offset += units;
   }
+}
+
+std::vector<uint32_t> compute_glue(const std::vector<HfMerge>& merges, const std::vector<std::string>& token_bytes,
+                                   bool* ok) {
+  std::vector<uint32_t> glue;
+  *ok = true;
+  static constexpr char kMark[] = "\xE2\x96\x81";  // U+2581
+  for (const HfMerge& m : merges) {
+    if (m.left >= token_bytes.size() || m.right >= token_bytes.size()) continue;
+    const std::string& right = token_bytes[m.right];
+    if (right.compare(0, 3, kMark) != 0) continue;
+    const std::string& left = token_bytes[m.left];
+    size_t k = left.size();
+    if (k == 0) {
+      *ok = false;
+      return {};
+    }
+    do --k; while (k > 0 && (static_cast<uint8_t>(left[k]) & 0xC0) == 0x80);
+    const auto* p = reinterpret_cast<const uint8_t*>(left.data());
+    const utf8::Decoded d = utf8::decode(p + k, p + left.size());
+    if (d.cp == utf8::kInvalid || k + d.len != left.size()) {
+      *ok = false;
+      return {};
+    }
+    glue.push_back(d.cp);
+  }
+  std::sort(glue.begin(), glue.end());
+  glue.erase(std::unique(glue.begin(), glue.end()), glue.end());
+  return glue;
 }
 
 std::vector<uint8_t> compute_self_encodes(const HfBpeModel& model,

@@ -1,19 +1,32 @@
-// The BPE model of HuggingFace `tokenizers` (models::BPE), over the bytes of byte-level pieces.
+// The BPE model of HuggingFace `tokenizers` (models::BPE), in two alphabets.
 //
-//   piece bytes --ignore_merges and piece is a token?---------------> [token]
-//               --piece is a token that encodes to itself (SELF)?--> [token]   (exact shortcut)
-//               --otherwise--> symbols: one per byte (continuing_subword_prefix on all but the
-//                              first, end_of_word_suffix on the last; unknown bytes become unk,
-//                              fused when fuse_unk, or vanish when there is no unk token)
-//                          --> merge loop: repeatedly merge the adjacent pair of symbols that is
-//                              in the merge table with the lowest rank, leftmost on ties
+//   piece --ignore_merges and piece is a token?---------------> [token]
+//         --piece is a token that encodes to itself (SELF)?--> [token]   (exact shortcut)
+//         --otherwise--> symbols: one per byte (byte-level) or per character (SentencePiece
+//                        style), continuing_subword_prefix on all but the first, end_of_word_suffix
+//                        on the last; an unknown character becomes <0xXX> tokens (byte_fallback),
+//                        or unk (fused when fuse_unk), or vanishes when there is no unk token
+//                    --> merge loop: repeatedly merge the adjacent pair of symbols that is in the
+//                        merge table with the lowest rank, leftmost on ties
 //
-// Why bytes. With a ByteLevel pre-tokenizer every character the model sees is one of 256
-// stand-ins for one byte, so "one symbol per character" is "one symbol per byte", and a token's
-// characters map back to bytes one to one. Working on bytes lets the vocabulary live in the same
-// double-array trie as the tiktoken engine's, and keeps the byte-level alphabet out of the hot loop.
-// Tokens with a character outside the alphabet can never be produced from a byte-level piece and
-// are left out of the trie.
+// Byte-level vocabularies. With a ByteLevel pre-tokenizer every character the model sees is one of
+// 256 stand-ins for one byte, so "one symbol per character" is "one symbol per byte", and a
+// token's characters map back to bytes one to one. Working on bytes lets the vocabulary live in
+// the same double-array trie as the tiktoken engine's, and keeps the byte-level alphabet out of
+// the hot loop. Tokens with a character outside the alphabet can never be produced from a
+// byte-level piece and are left out of the trie.
+//
+// Character vocabularies (Llama 2, Mistral, Gemma, Phi-3: `char_level`). The piece is the UTF-8 of
+// the normalized text and the trie holds every token's UTF-8. SentencePiece-style pipelines hand
+// the model whole sentences (no pre-tokenizer splits them), so the merge loop would run over
+// thousands of symbols. It does not have to: a merge joins a symbol ending in character c to one
+// starting with U+2581 only if the merge list has such a pair (A, B), A ending in c, B starting
+// with U+2581. When c is a known single-character token outside that "glue" set, nothing ever
+// merges across the boundary c|U+2581, so the sentence splits there into words whose results
+// concatenate to the sentence's (merge order within each word is unchanged). The cartridge stores
+// the glue set (HGLU); segmenting is off when characters can be dropped (no unk token and no
+// complete byte fallback: tokenizers then shifts every later offset of the sentence), with
+// ignore_merges, or with prefixes and suffixes.
 //
 // Why this differs from tiktoken's BPE (bpe.h). tiktoken merges any adjacent pair whose
 // concatenation is a token, by that token's rank. `tokenizers` merges only the pairs listed in
@@ -26,9 +39,9 @@
 // fixed hash as the backtracking encoder's pair table), at most 3/4 full. When `merges` lists a
 // pair twice, the later entry wins, as in `tokenizers`.
 //
-// Pieces of up to 24 bytes are remembered in a per-thread cache (4096 entries of 64 bytes, tagged
-// with the model), as `tokenizers` caches words: real text repeats its words, and a hit costs one
-// hash and one cache line instead of trie walks.
+// Pieces (or words) of up to 24 bytes are remembered in a per-thread cache (4096 entries of 64
+// bytes, tagged with the model), as `tokenizers` caches words: real text repeats its words, and a
+// hit costs one hash and one cache line instead of trie walks.
 //
 // Bounds: the merge loop is O(n log n) in the piece length (a binary heap with stale entries
 // skipped); short pieces use a simple scan, which gives the same result. Every id read from the
@@ -41,10 +54,12 @@
 #include <vector>
 
 #include "double_array.h"
+#include "hf_model.h"
 
 namespace crayon {
 
 class TiktokenEngine;
+struct Symbols;  // the merge loop's working list (hf_bpe.cc)
 
 struct HfMergeEntry {
   uint32_t left;
@@ -71,29 +86,39 @@ struct HfBpeOptions {
   bool ignore_merges = false;
   std::string prefix;          // continuing_subword_prefix, as bytes
   std::string suffix;          // end_of_word_suffix, as bytes
+  bool char_level = false;     // symbols are UTF-8 characters, the trie holds token strings
+  bool byte_fallback = false;  // char_level: unknown characters become <0xXX> tokens
 };
 
-// A token of a piece: id and [start, end) byte offsets within the piece.
-struct HfToken {
-  uint32_t id;
-  uint32_t start;
-  uint32_t end;
+// Where a character vocabulary may cut a piece before U+2581 (see the top of this file): never
+// after a character in `glue` (sorted code points) or after an unknown one.
+struct HfSegmentation {
+  bool enabled = false;
+  const uint32_t* glue = nullptr;
+  size_t n_glue = 0;
 };
 
-class HfBpeModel {
+class HfBpeModel final : public HfModel {
  public:
   HfBpeModel() = default;
   // `self_encodes` may be null (no shortcut). Computes the per-byte symbol tables.
   HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64_t merge_capacity,
-             const uint8_t* self_encodes, uint32_t n_ids, HfBpeOptions options);
+             const uint8_t* self_encodes, uint32_t n_ids, HfBpeOptions options,
+             HfSegmentation segmentation = {});
 
-  uint32_t n_ids() const { return n_ids_; }
+  uint32_t n_ids() const override { return n_ids_; }
   const HfBpeOptions& options() const { return options_; }
   const DoubleArrayView& vocab() const { return vocab_; }
 
   // Appends the tokens of piece[0, n) (n >= 1) to out.
-  void encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
-  // The same without the per-thread word cache.
+  void encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const override;
+  // Character vocabularies that segment sentences (see the top of this file): whether a word may
+  // end with the character c[0, n) (valid UTF-8), i.e. a cut is allowed between it and U+2581; and
+  // one word's tokens (no segmentation inside it).
+  bool segments() const { return seg_.enabled; }
+  bool may_end_word(const uint8_t* c, size_t n) const;
+  void encode_one_word(const uint8_t* word, size_t n, std::vector<HfToken>& out) const { encode_cached(word, n, out); }
+  // The same without the per-thread word cache (nor segmentation).
   void encode_word_uncached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
   // The same without the whole-token shortcuts: the plain algorithm (the test oracle, and what
   // computes the SELF bitmap).
@@ -111,6 +136,12 @@ class HfBpeModel {
 
  private:
   int32_t lookup(const std::string& key) const;
+  void encode_cached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
+  // Initial symbols (see Symbols in .cc); true when some byte or character was dropped.
+  bool byte_symbols(const uint8_t* piece, size_t n, Symbols& sym) const;
+  bool char_symbols(const uint8_t* piece, size_t n, Symbols& sym) const;
+  // char_level segmentation: may the piece be cut before the U+2581 at `pos` (> 0)?
+  bool cut_before(const uint8_t* piece, size_t pos) const;
 
   DoubleArrayView vocab_;
   const HfMergeEntry* merges_ = nullptr;
@@ -127,7 +158,19 @@ class HfBpeModel {
   bool plain_symbols_ = true;  // no prefix and no suffix: the shortcut tables apply
   // Symbol id of a byte by position in the piece: [0] only byte, [1] first, [2] middle, [3] last.
   int32_t symbol_[4][256];
+  // char_level: the <0xXX> token of each byte (-1: none), and what may precede a segment cut
+  // for ASCII characters (other characters are looked up).
+  int32_t byte_token_[256];
+  bool all_bytes_ = false;
+  HfSegmentation seg_;
+  bool ascii_cut_[128] = {};
 };
+
+// The glue set of a character vocabulary (see the top of this file): the last character of every
+// merge's left token whose right token starts with U+2581, sorted; `ok` is false when segmenting
+// is impossible (U+2581 is not a token, or a left token is not valid UTF-8).
+std::vector<uint32_t> compute_glue(const std::vector<HfMerge>& merges, const std::vector<std::string>& token_bytes,
+                                   bool* ok);
 
 // The SELF bitmap (one bit per id): bit set when encode_word_merging(bytes of id) == [id].
 // `token_bytes[id]` is empty for ids that are not byte-level tokens.

@@ -2,9 +2,12 @@
 
 #include <memory>
 
+#include "bert.h"
 #include "normalize.h"
+#include "precompiled.h"
 #include "regex.h"
 #include "split.h"
+#include "utf8.h"
 
 namespace crayon {
 namespace {
@@ -12,12 +15,16 @@ namespace {
 // ---- normalizers -------------------------------------------------------------------------------
 
 struct NormStep {
-  enum class Kind { kNfc, kNfd, kNfkc, kNfkd, kLowercase, kPrepend, kStrip, kReplaceLiteral, kReplaceRegex };
+  enum class Kind {
+    kNfc, kNfd, kNfkc, kNfkd, kLowercase, kPrepend, kStrip, kReplaceLiteral, kReplaceRegex, kBert, kPrecompiled
+  };
   Kind kind;
   std::string pattern;
   std::string content;
   bool left = false, right = false;
   std::shared_ptr<const Regex> regex;
+  BertNormalizerOptions bert{};
+  std::shared_ptr<const PrecompiledNormalizer> precompiled;
 };
 
 class NormalizerChain final : public TextNormalizer {
@@ -45,6 +52,8 @@ class NormalizerChain final : public TextNormalizer {
         case NormStep::Kind::kPrepend: normalize_prepend(nt, s.pattern); break;
         case NormStep::Kind::kStrip: normalize_strip(nt, s.left, s.right); break;
         case NormStep::Kind::kReplaceLiteral: normalize_replace_literal(nt, s.pattern, s.content); break;
+        case NormStep::Kind::kBert: normalize_bert(nt, s.bert); break;
+        case NormStep::Kind::kPrecompiled: s.precompiled->normalize(nt); break;
         case NormStep::Kind::kReplaceRegex: {
           std::vector<MatchSpan> spans;
           find_matches(*s.regex, nt.text, spans);
@@ -74,6 +83,8 @@ class NormalizerChain final : public TextNormalizer {
       // the same (see docs/normalizers.md), so only empty text is left alone.
       case NormStep::Kind::kPrepend: return text.empty();
       case NormStep::Kind::kStrip: return false;
+      case NormStep::Kind::kBert: return bert_is_identity(text, s.bert);
+      case NormStep::Kind::kPrecompiled: return s.precompiled->is_identity(text);
       case NormStep::Kind::kReplaceLiteral:
         return text.empty() || (!s.pattern.empty() && text.find(s.pattern) == std::string_view::npos);
       case NormStep::Kind::kReplaceRegex: {
@@ -153,10 +164,10 @@ class LiteralSplitter final : public PieceSplitter {
   bool invert_;
 };
 
-// Whitespace, WhitespaceSplit, Digits, Punctuation.
+// Whitespace, WhitespaceSplit, Digits, Punctuation, BertPreTokenizer.
 class ClassSplitter final : public PieceSplitter {
  public:
-  enum class Kind { kWhitespace, kWhitespaceSplit, kDigits, kPunctuation };
+  enum class Kind { kWhitespace, kWhitespaceSplit, kDigits, kPunctuation, kBert };
   ClassSplitter(Kind kind, bool individual_digits, SplitBehavior behavior)
       : kind_(kind), individual_digits_(individual_digits), behavior_(behavior) {}
   void split(std::string_view text, ByteRanges& pieces) const override {
@@ -165,6 +176,7 @@ class ClassSplitter final : public PieceSplitter {
       case Kind::kWhitespaceSplit: pretokenize_whitespace_split(text, pieces); break;
       case Kind::kDigits: pretokenize_digits(text, individual_digits_, pieces); break;
       case Kind::kPunctuation: pretokenize_punctuation(text, behavior_, pieces); break;
+      case Kind::kBert: pretokenize_bert(text, pieces); break;
     }
   }
 
@@ -210,6 +222,16 @@ std::shared_ptr<const TextNormalizer> make_normalizer(const std::vector<Componen
         s.kind = NormStep::Kind::kReplaceLiteral;
         s.pattern = d.pattern;
       }
+    } else if (d.type == "BertNormalizer") {
+      s.kind = NormStep::Kind::kBert;
+      s.bert = BertNormalizerOptions{d.clean_text, d.handle_chinese_chars, d.strip_accents, d.lowercase};
+    } else if (d.type == "Precompiled") {
+      s.kind = NormStep::Kind::kPrecompiled;
+      try {
+        s.precompiled = std::make_shared<const PrecompiledNormalizer>(d.blob);
+      } catch (const std::invalid_argument& e) {
+        throw UnsupportedComponent(i, std::string("precompiled_charsmap: ") + e.what());
+      }
     } else {
       throw UnsupportedComponent(i, "normalizer " + d.type + " is not implemented natively");
     }
@@ -235,10 +257,26 @@ PreTokenizerStep make_pre_tokenizer(const ComponentDesc& d, size_t index) {
     }
     return step;
   }
+  if (d.type == "Metaspace") {
+    step.kind = PreTokenizerStep::Kind::kMetaspace;
+    const uint8_t* r = reinterpret_cast<const uint8_t*>(d.replacement.data());
+    if (d.replacement.empty() || utf8::decode(r, r + d.replacement.size()).len != d.replacement.size()) {
+      throw UnsupportedComponent(index, "Metaspace replacement must be one character");
+    }
+    step.replacement = d.replacement;
+    if (d.prepend_scheme == "always") step.prepend_scheme = PreTokenizerStep::Prepend::kAlways;
+    else if (d.prepend_scheme == "first") step.prepend_scheme = PreTokenizerStep::Prepend::kFirst;
+    else if (d.prepend_scheme == "never") step.prepend_scheme = PreTokenizerStep::Prepend::kNever;
+    else if (d.prepend_scheme == "unconditional") step.prepend_scheme = PreTokenizerStep::Prepend::kUnconditional;
+    else throw UnsupportedComponent(index, "unknown Metaspace prepend_scheme '" + d.prepend_scheme + "'");
+    step.split = d.split;
+    return step;
+  }
   using K = ClassSplitter::Kind;
   if (d.type == "Whitespace") step.splitter = std::make_shared<const ClassSplitter>(K::kWhitespace, false, SplitBehavior::kRemoved);
   else if (d.type == "WhitespaceSplit") step.splitter = std::make_shared<const ClassSplitter>(K::kWhitespaceSplit, false, SplitBehavior::kRemoved);
   else if (d.type == "Digits") step.splitter = std::make_shared<const ClassSplitter>(K::kDigits, d.individual_digits, SplitBehavior::kRemoved);
+  else if (d.type == "BertPreTokenizer") step.splitter = std::make_shared<const ClassSplitter>(K::kBert, false, SplitBehavior::kRemoved);
   else if (d.type == "Punctuation") step.splitter = std::make_shared<const ClassSplitter>(K::kPunctuation, false, parse_behavior(d.behavior, index));
   else throw UnsupportedComponent(index, "pre-tokenizer " + d.type + " is not implemented natively");
   return step;

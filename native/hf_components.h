@@ -37,6 +37,11 @@ struct ComponentDesc {
   bool use_regex = true;          // ByteLevel
   bool individual_digits = false; // Digits
   bool left = false, right = false;  // Strip
+  std::string replacement;           // Metaspace: one character
+  std::string prepend_scheme = "always";  // Metaspace: always, first, never
+  bool split = true;                 // Metaspace
+  bool clean_text = true, handle_chinese_chars = true, strip_accents = false, lowercase = true;  // BertNormalizer
+  std::string blob;                  // Precompiled: the decoded precompiled_charsmap
 };
 
 std::shared_ptr<const TextNormalizer> make_normalizer(const std::vector<ComponentDesc>& chain);

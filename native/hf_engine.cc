@@ -5,6 +5,9 @@
 #include <stdexcept>
 
 #include "double_array.h"
+#include "unigram.h"
+#include "wordlevel.h"
+#include "wordpiece.h"
 
 namespace crayon {
 namespace {
@@ -24,6 +27,8 @@ constexpr uint32_t kHRID = fourcc("HRID");  //   and the id of each of its ranks
 constexpr uint32_t kHDTO = fourcc("HDTO");  // ByteLevel decode table: offsets (n_ids + 1)
 constexpr uint32_t kHDTB = fourcc("HDTB");  //   bytes
 constexpr uint32_t kHDPR = fourcc("HDPR");  //   presence (1 when the id has a token)
+constexpr uint32_t kHGLU = fourcc("HGLU");  // character BPE: the glue set (hf_bpe.h), u32 code points
+constexpr uint32_t kHSCR = fourcc("HSCR");  // Unigram: f64 score per id
 
 // The byte-level alphabet: byte b is shown as this code point (GPT-2's bytes_to_unicode).
 uint32_t byte_level_char(uint8_t b) {
@@ -59,6 +64,9 @@ const ByteLevelTable& byte_level() {
 }
 
 bool is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
+
+// Bytes of the UTF-8 character led by b (1 for a stray continuation byte).
+uint32_t utf8_length(uint8_t b) { return b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; }
 
 // A piece of a normalized text split: bytes [start, end), preceded by an inserted space when
 // `prefix` (ByteLevel's add_prefix_space).
@@ -106,7 +114,7 @@ class Alignment {
 // encoders run the same merge list in the same order, and the linear-time backtracking encoder
 // gives tokenizers' answer. Anything else (a byte missing from the vocabulary, prefixes or
 // suffixes, two merges for one token, an unreachable token) keeps the merge-list encoder.
-bool build_fast_path(const HfBpeSource& src, const std::vector<std::string>& bytes_by_id, std::string& image,
+bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_by_id, std::string& image,
                      std::vector<uint32_t>& rank_to_id) {
   if (!src.options.prefix.empty() || !src.options.suffix.empty()) return false;
   constexpr uint32_t kNone = 0xFFFFFFFFu;
@@ -176,8 +184,9 @@ void emit_added(const AddedToken& t, std::string_view matched, uint32_t start, u
 
 }  // namespace
 
-std::string build_hf_cartridge(const HfBpeSource& src) {
+std::string build_hf_cartridge(const HfSource& src) {
   if (src.n_ids == 0) throw std::invalid_argument("the vocabulary is empty");
+  const bool bpe = src.kind == HfModelKind::kBpeBytes || src.kind == HfModelKind::kBpeChars;
   std::vector<std::pair<std::string_view, int32_t>> keys;
   std::vector<std::string> bytes_by_id(src.n_ids);
   keys.reserve(src.byte_tokens.size());
@@ -192,49 +201,72 @@ std::string build_hf_cartridge(const HfBpeSource& src) {
       throw std::invalid_argument("merge refers to an id out of range");
     }
   }
+  if (!bpe && !src.merges.empty()) throw std::invalid_argument("only BPE models have merges");
+  if (src.kind == HfModelKind::kUnigram && src.scores.size() != src.n_ids) {
+    throw std::invalid_argument("Unigram scores do not cover the vocabulary");
+  }
+  if ((src.kind == HfModelKind::kWordPiece || src.kind == HfModelKind::kWordLevel) &&
+      (src.options.unk_id < 0 || static_cast<uint32_t>(src.options.unk_id) >= src.n_ids)) {
+    throw std::invalid_argument("WordPiece and WordLevel cartridges need an unk token");
+  }
   const DoubleArrayData trie = build_double_array(keys);
-  const std::vector<HfMergeEntry> table = build_hf_merge_table(src.merges);
-
-  const HfBpeModel probe(DoubleArrayView(trie), table.data(), table.size(), nullptr, src.n_ids, src.options);
-  const std::vector<uint8_t> self = compute_self_encodes(probe, bytes_by_id);
 
   HfHeader h{};
   h.engine = kEngineHfBpe;
   h.n_ids = src.n_ids;
   h.unk_id = src.options.unk_id;
-  h.flags = (src.options.fuse_unk ? kHfFuseUnk : 0) | (src.options.ignore_merges ? kHfIgnoreMerges : 0);
-  h.merge_capacity = table.size();
+  h.flags = (src.options.fuse_unk ? kHfFuseUnk : 0) | (src.options.ignore_merges ? kHfIgnoreMerges : 0) |
+            (src.options.byte_fallback ? kHfByteFallback : 0);
+  h.model = static_cast<uint32_t>(src.kind);
+  h.max_input_chars_per_word = src.max_input_chars_per_word;
 
   CartridgeWriter w;
-  w.add(kHFHD, std::string(reinterpret_cast<const char*>(&h), sizeof h), kSectionRequired);
   w.add(kMETA, src.meta_json, kSectionRequired);
   w.add(kTJSN, src.tokenizer_json);
   w.add(kVSTR, src.vocab_strings, kSectionRequired);
   w.add_array(kHVTR, trie.units, kSectionRequired);
   w.add_array(kHVVA, trie.value, kSectionRequired);
-  w.add_array(kHMRG, table, kSectionRequired);
-  w.add_array(kHSLF, self, kSectionRequired);
-  if (src.decode_bytes.size() != src.n_ids || src.decode_present.size() != src.n_ids) {
-    throw std::invalid_argument("decode table does not cover the vocabulary");
+  if (bpe) {
+    const std::vector<HfMergeEntry> table = build_hf_merge_table(src.merges);
+    HfBpeOptions options = src.options;
+    options.char_level = src.kind == HfModelKind::kBpeChars;
+    const HfBpeModel probe(DoubleArrayView(trie), table.data(), table.size(), nullptr, src.n_ids, options);
+    const std::vector<uint8_t> self = compute_self_encodes(probe, bytes_by_id);
+    h.merge_capacity = table.size();
+    w.add_array(kHMRG, table, kSectionRequired);
+    w.add_array(kHSLF, self, kSectionRequired);
+    w.add(kHPFX, src.options.prefix, kSectionRequired);
+    w.add(kHSFX, src.options.suffix, kSectionRequired);
+    if (options.char_level) {
+      bool ok = false;
+      const std::vector<uint32_t> glue = compute_glue(src.merges, bytes_by_id, &ok);
+      if (ok) w.add_array(kHGLU, glue, kSectionRequired);
+    }
   }
-  std::vector<uint32_t> offsets{0};
-  std::string blob;
-  for (const std::string& b : src.decode_bytes) {
-    blob += b;
-    if (blob.size() >= 0xFFFFFFFFull) throw std::length_error("decode table too large");
-    offsets.push_back(static_cast<uint32_t>(blob.size()));
+  if (src.kind == HfModelKind::kWordPiece) w.add(kHPFX, src.options.prefix, kSectionRequired);
+  if (src.kind == HfModelKind::kUnigram) w.add_array(kHSCR, src.scores, kSectionRequired);
+  if (src.kind == HfModelKind::kBpeBytes) {
+    if (src.decode_bytes.size() != src.n_ids || src.decode_present.size() != src.n_ids) {
+      throw std::invalid_argument("decode table does not cover the vocabulary");
+    }
+    std::vector<uint32_t> offsets{0};
+    std::string blob;
+    for (const std::string& b : src.decode_bytes) {
+      blob += b;
+      if (blob.size() >= 0xFFFFFFFFull) throw std::length_error("decode table too large");
+      offsets.push_back(static_cast<uint32_t>(blob.size()));
+    }
+    w.add_array(kHDTO, offsets, kSectionRequired);
+    w.add(kHDTB, blob, kSectionRequired);
+    w.add_array(kHDPR, src.decode_present, kSectionRequired);
+    std::string fast_image;
+    std::vector<uint32_t> rank_to_id;
+    if (build_fast_path(src, bytes_by_id, fast_image, rank_to_id)) {
+      w.add(kHTKE, std::move(fast_image), kSectionRequired);
+      w.add_array(kHRID, rank_to_id, kSectionRequired);
+    }
   }
-  w.add_array(kHDTO, offsets, kSectionRequired);
-  w.add(kHDTB, blob, kSectionRequired);
-  w.add_array(kHDPR, src.decode_present, kSectionRequired);
-  std::string fast_image;
-  std::vector<uint32_t> rank_to_id;
-  if (build_fast_path(src, bytes_by_id, fast_image, rank_to_id)) {
-    w.add(kHTKE, std::move(fast_image), kSectionRequired);
-    w.add_array(kHRID, rank_to_id, kSectionRequired);
-  }
-  w.add(kHPFX, src.options.prefix, kSectionRequired);
-  w.add(kHSFX, src.options.suffix, kSectionRequired);
+  w.add(kHFHD, std::string(reinterpret_cast<const char*>(&h), sizeof h), kSectionRequired);
   return w.finish();
 }
 
@@ -245,59 +277,116 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
   if (hb.size() != sizeof(HfHeader)) c.fail("section HFHD has the wrong size");
   HfHeader h;
   std::memcpy(&h, hb.data(), sizeof h);
-  if (h.engine != kEngineHfBpe) c.fail("this cartridge is not a tokenizer.json BPE cartridge");
+  if (h.engine != kEngineHfBpe) c.fail("this cartridge is not a tokenizer.json cartridge");
   if (h.n_ids == 0) c.fail("HFHD declares an empty vocabulary");
+  if (h.model > static_cast<uint32_t>(HfModelKind::kWordLevel)) c.fail("HFHD names an unknown model");
+  kind_ = static_cast<HfModelKind>(h.model);
+  const int32_t unk = h.unk_id >= 0 && static_cast<uint32_t>(h.unk_id) < h.n_ids ? h.unk_id : -1;
+  const DoubleArrayView vocab = load_trie(c, kHVTR, kHVVA);
 
-  size_t n_merges, n_self;
-  const HfMergeEntry* merges = c.array<HfMergeEntry>(kHMRG, &n_merges);
-  if (n_merges != h.merge_capacity || n_merges == 0) c.fail("merge table size does not match HFHD");
-  const uint8_t* self = c.array<uint8_t>(kHSLF, &n_self);
-  if (n_self != (h.n_ids + 7) / 8) c.fail("SELF bitmap size does not match the vocabulary");
-
-  HfBpeOptions opts;
-  opts.unk_id = h.unk_id < 0 ? -1 : h.unk_id;
-  opts.fuse_unk = h.flags & kHfFuseUnk;
-  opts.ignore_merges = h.flags & kHfIgnoreMerges;
-  opts.prefix = std::string(c.bytes(kHPFX));
-  opts.suffix = std::string(c.bytes(kHSFX));
-  model_ = HfBpeModel(load_trie(c, kHVTR, kHVVA), merges, n_merges, self, h.n_ids, std::move(opts));
-
-  if (c.find(kHTKE)) {
-    fast_ = std::make_shared<const TiktokenEngine>(Cartridge::nested(cartridge_, kHTKE));
-    size_t n_ranks;
-    const uint32_t* rank_to_id = c.array<uint32_t>(kHRID, &n_ranks);
-    if (n_ranks != fast_->n_ids()) c.fail("HRID does not match the nested rank table");
-    for (size_t r = 0; r < n_ranks; ++r) {
-      if (rank_to_id[r] >= h.n_ids) c.fail("HRID maps a rank to an id out of range");
+  switch (kind_) {
+    case HfModelKind::kBpeBytes:
+    case HfModelKind::kBpeChars: {
+      size_t n_merges, n_self;
+      const HfMergeEntry* merges = c.array<HfMergeEntry>(kHMRG, &n_merges);
+      if (n_merges != h.merge_capacity || n_merges == 0) c.fail("merge table size does not match HFHD");
+      const uint8_t* self = c.array<uint8_t>(kHSLF, &n_self);
+      if (n_self != (h.n_ids + 7) / 8) c.fail("SELF bitmap size does not match the vocabulary");
+      HfBpeOptions opts;
+      opts.unk_id = unk;
+      opts.fuse_unk = h.flags & kHfFuseUnk;
+      opts.ignore_merges = h.flags & kHfIgnoreMerges;
+      opts.byte_fallback = h.flags & kHfByteFallback;
+      opts.char_level = kind_ == HfModelKind::kBpeChars;
+      opts.prefix = std::string(c.bytes(kHPFX));
+      opts.suffix = std::string(c.bytes(kHSFX));
+      HfSegmentation seg;
+      if (opts.char_level && c.find(kHGLU)) {
+        seg.enabled = true;
+        seg.glue = c.array<uint32_t>(kHGLU, &seg.n_glue);
+        for (size_t i = 1; i < seg.n_glue; ++i) {
+          if (seg.glue[i - 1] >= seg.glue[i]) c.fail("HGLU is not sorted");
+        }
+      }
+      bpe_ = std::make_unique<HfBpeModel>(vocab, merges, n_merges, self, h.n_ids, std::move(opts), seg);
+      model_ = bpe_.get();
+      break;
     }
-    model_.set_fast_path(fast_.get(), rank_to_id, static_cast<uint32_t>(n_ranks));
+    case HfModelKind::kWordPiece: {
+      if (unk < 0) c.fail("a WordPiece cartridge needs an unk token");
+      WordPieceOptions opts;
+      opts.unk_id = static_cast<uint32_t>(unk);
+      opts.prefix = std::string(c.bytes(kHPFX));
+      opts.max_input_chars_per_word = h.max_input_chars_per_word;
+      other_ = std::make_unique<WordPieceModel>(vocab, h.n_ids, std::move(opts));
+      break;
+    }
+    case HfModelKind::kUnigram: {
+      size_t n_scores;
+      const double* scores = c.array<double>(kHSCR, &n_scores);
+      if (n_scores != h.n_ids) c.fail("HSCR does not hold one score per id");
+      UnigramOptions opts;
+      opts.unk_id = unk;
+      opts.byte_fallback = h.flags & kHfByteFallback;
+      other_ = std::make_unique<UnigramModel>(vocab, scores, h.n_ids, opts);
+      break;
+    }
+    case HfModelKind::kWordLevel:
+      if (unk < 0) c.fail("a WordLevel cartridge needs an unk token");
+      other_ = std::make_unique<WordLevelModel>(vocab, h.n_ids, static_cast<uint32_t>(unk));
+      break;
   }
+  if (other_) model_ = other_.get();
+  if (kind_ == HfModelKind::kUnigram) unk_text_ = unk;
 
-  size_t n_off, n_blob, n_present;
-  decode_offsets_ = c.array<uint32_t>(kHDTO, &n_off);
-  decode_bytes_ = c.array<uint8_t>(kHDTB, &n_blob);
-  decode_present_ = c.array<uint8_t>(kHDPR, &n_present);
-  if (n_off != size_t{h.n_ids} + 1 || n_present != h.n_ids || decode_offsets_[0] != 0 || decode_offsets_[h.n_ids] != n_blob) {
-    c.fail("the decode table does not match the vocabulary");
-  }
-  for (uint32_t i = 0; i < h.n_ids; ++i) {
-    if (decode_offsets_[i] > decode_offsets_[i + 1]) c.fail("the decode table's offsets are not sorted");
-  }
-
-  bool found = false;
-  for (size_t i = 0; i < pipeline_.pre_tokenizers.size(); ++i) {
-    if (pipeline_.pre_tokenizers[i].kind == PreTokenizerStep::Kind::kByteLevel && !found) {
-      byte_level_step_ = i;
-      found = true;
+  if (kind_ == HfModelKind::kBpeBytes) {
+    if (c.find(kHTKE)) {
+      fast_ = std::make_shared<const TiktokenEngine>(Cartridge::nested(cartridge_, kHTKE));
+      size_t n_ranks;
+      const uint32_t* rank_to_id = c.array<uint32_t>(kHRID, &n_ranks);
+      if (n_ranks != fast_->n_ids()) c.fail("HRID does not match the nested rank table");
+      for (size_t r = 0; r < n_ranks; ++r) {
+        if (rank_to_id[r] >= h.n_ids) c.fail("HRID maps a rank to an id out of range");
+      }
+      bpe_->set_fast_path(fast_.get(), rank_to_id, static_cast<uint32_t>(n_ranks));
+    }
+    size_t n_off, n_blob, n_present;
+    decode_offsets_ = c.array<uint32_t>(kHDTO, &n_off);
+    decode_bytes_ = c.array<uint8_t>(kHDTB, &n_blob);
+    decode_present_ = c.array<uint8_t>(kHDPR, &n_present);
+    if (n_off != size_t{h.n_ids} + 1 || n_present != h.n_ids || decode_offsets_[0] != 0 ||
+        decode_offsets_[h.n_ids] != n_blob) {
+      c.fail("the decode table does not match the vocabulary");
+    }
+    for (uint32_t i = 0; i < h.n_ids; ++i) {
+      if (decode_offsets_[i] > decode_offsets_[i + 1]) c.fail("the decode table's offsets are not sorted");
     }
   }
-  if (!found) throw std::invalid_argument("the pipeline has no ByteLevel pre-tokenizer");
+
   const auto& steps = pipeline_.pre_tokenizers;
-  if (steps.size() == 1 && steps[0].splitter && steps[0].splitter->streams() && !steps[0].add_prefix_space) {
-    streaming_ = steps[0].splitter.get();
-  } else if (steps.size() == 2 && steps[0].kind == PreTokenizerStep::Kind::kSplit && steps[0].splitter->streams() &&
-             !steps[1].splitter && !steps[1].add_prefix_space) {
-    streaming_ = steps[0].splitter.get();
+  byte_level_step_ = steps.size();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kind == PreTokenizerStep::Kind::kByteLevel && byte_level_step_ == steps.size()) byte_level_step_ = i;
+    if (steps[i].kind == PreTokenizerStep::Kind::kMetaspace) {
+      if (i + 1 != steps.size() || is_byte_level()) {
+        throw std::invalid_argument("Metaspace must be the last pre-tokenizer, and not with byte-level BPE");
+      }
+      metaspace_ = &steps[i];
+    }
+  }
+  if (is_byte_level() && byte_level_step_ == steps.size()) {
+    throw std::invalid_argument("the pipeline has no ByteLevel pre-tokenizer");
+  }
+  if (!is_byte_level() && byte_level_step_ != steps.size()) {
+    throw std::invalid_argument("a ByteLevel pre-tokenizer needs a byte-level BPE vocabulary");
+  }
+  if (is_byte_level()) {
+    if (steps.size() == 1 && steps[0].splitter && steps[0].splitter->streams() && !steps[0].add_prefix_space) {
+      streaming_ = steps[0].splitter.get();
+    } else if (steps.size() == 2 && steps[0].kind == PreTokenizerStep::Kind::kSplit && steps[0].splitter->streams() &&
+               !steps[1].splitter && !steps[1].add_prefix_space) {
+      streaming_ = steps[0].splitter.get();
+    }
   }
   // Added-token ids are only copied to the output (tokens added after load lie past n_ids).
   added_raw_ = AddedTokenSet(pipeline_.added_raw);
@@ -306,7 +395,8 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
 
 void HfEngine::decode_byte_level(const uint32_t* ids, size_t n, const std::vector<uint8_t>& skip,
                                  std::string& out) const {
-  const uint32_t n_ids = model_.n_ids();
+  if (decode_offsets_ == nullptr) throw std::logic_error("decode_byte_level needs a byte-level cartridge");
+  const uint32_t n_ids = model_->n_ids();
   for (size_t i = 0; i < n; ++i) {
     const uint32_t id = ids[i];
     if (id >= n_ids || !decode_present_[id] || (id < skip.size() && skip[id])) continue;
@@ -357,7 +447,7 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
     size_t end = streaming_->piece_end(text, pos);
     if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway
     tokens.clear();
-    model_.encode_word(bytes + pos, end - pos, tokens);
+    model_->encode_word(bytes + pos, end - pos, tokens);
     if (tokens.size() == 1 && tokens[0].start == 0 && tokens[0].end == end - pos) {
       // One token for the whole piece (pieces start and end on character boundaries).
       out.ids.push_back(tokens[0].id);
@@ -377,6 +467,161 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
     pos = end;
   }
 }
+
+// Metaspace on one piece (tokenizers' Metaspace::pre_tokenize): its spaces become the replacement
+// (applied when the model reads the piece, see encode_text_pieces), a replacement is prepended
+// unless the piece already starts with one (always; first: only where the piece starts at original
+// offset 0), and with `split` the piece is cut before every replacement (merged with the next).
+namespace {
+
+void metaspace_split(const PreTokenizerStep& st, std::string_view text, const Alignment& where, const Piece& p,
+                     std::vector<Piece>& next) {
+  const std::string& r = st.replacement;
+  auto delimiter_at = [&](uint32_t k) {
+    return text[k] == ' ' || (k + r.size() <= p.end && text.compare(k, r.size(), r) == 0);
+  };
+  const bool starts = delimiter_at(p.start);
+  using Scheme = PreTokenizerStep::Prepend;
+  const bool prefix = st.prepend_scheme == Scheme::kUnconditional ||
+                      (!starts && (st.prepend_scheme == Scheme::kAlways ||
+                                   (st.prepend_scheme == Scheme::kFirst && where.start_of(p.start) == 0)));
+  if (!st.split) {
+    next.push_back(Piece{p.start, p.end, prefix});
+    return;
+  }
+  uint32_t begin = p.start;
+  bool first = true;
+  for (uint32_t k = p.start; k < p.end;) {
+    if (k > begin && delimiter_at(k)) {
+      next.push_back(Piece{begin, k, first && prefix});
+      first = false;
+      begin = k;
+    }
+    k += text[k] == ' ' ? 1 : utf8_length(static_cast<uint8_t>(text[k]));
+  }
+  if (begin < p.end) next.push_back(Piece{begin, p.end, first && prefix});
+}
+
+// The model over the pieces of a pipeline without ByteLevel: the piece's UTF-8 as the model sees
+// it (Metaspace's replacement for spaces and prefix), offsets mapped back through `where`.
+// The SentencePiece shape (a character BPE that segments, behind Metaspace without split): the
+// model would cut the rewritten piece into words before U+2581 anyway, so build each word straight
+// from the text (a space or the prefix becomes the replacement) and hand it to the model whole.
+// Same tokens and offsets as rewriting the piece and calling encode_word on it.
+void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, std::string_view text,
+                                const Alignment& where, const Piece& p, RawEncoding& out, uint32_t word) {
+  thread_local std::vector<HfToken> tl_tokens;
+  thread_local std::string tl_buf;
+  thread_local std::vector<uint32_t> tl_source;
+  std::vector<HfToken>& tokens = tl_tokens;
+  std::string& buf = tl_buf;
+  std::vector<uint32_t>& source = tl_source;  // normalized byte behind each byte of buf
+  buf.clear();
+  source.clear();
+  size_t last = 0;  // where the last character of buf starts
+  auto flush = [&] {
+    tokens.clear();
+    model.encode_one_word(reinterpret_cast<const uint8_t*>(buf.data()), buf.size(), tokens);
+    for (const HfToken& t : tokens) {
+      if (t.end <= t.start || t.end > source.size()) continue;  // only a damaged model gets here
+      out.ids.push_back(t.id);
+      out.starts.push_back(where.start_of(source[t.start]));
+      out.ends.push_back(where.end_of(source[t.end - 1]));
+      out.words.push_back(word);
+    }
+    buf.clear();
+    source.clear();
+  };
+  auto append = [&](const char* bytes, size_t n, uint32_t from) {
+    last = buf.size();
+    buf.append(bytes, n);
+    source.insert(source.end(), n, from);
+  };
+  if (p.prefix) append(r.data(), r.size(), p.start);
+  for (uint32_t k = p.start; k < p.end;) {
+    const bool space = text[k] == ' ';
+    const uint32_t len = space ? 1 : utf8_length(static_cast<uint8_t>(text[k]));
+    const uint32_t n = std::min<uint32_t>(len, p.end - k);
+    const bool mark = space || (n == r.size() && text.compare(k, n, r) == 0);
+    if (mark && !buf.empty() &&
+        model.may_end_word(reinterpret_cast<const uint8_t*>(buf.data()) + last, buf.size() - last)) {
+      flush();
+    }
+    if (space) append(r.data(), r.size(), k);
+    else append(text.data() + k, n, k);
+    k += n;
+  }
+  if (!buf.empty()) flush();
+}
+
+// `unk_text`: the unk id of a Unigram model, whose unk tokens show the text they cover (tokenizers'
+// Unigram::tokenize makes the token from the piece's string), -1 otherwise.
+void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace, int64_t unk_text, std::string_view text,
+                        const Alignment& where, const std::vector<Piece>& pieces, RawEncoding& out, uint32_t& word) {
+  auto note_unk = [&](const HfToken& t, const char* input) {
+    if (static_cast<int64_t>(t.id) == unk_text) {
+      out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), std::string(input + t.start, t.end - t.start));
+    }
+  };
+  const auto* bpe = dynamic_cast<const HfBpeModel*>(&model);
+  if (bpe != nullptr && bpe->segments() && metaspace != nullptr && !metaspace->split) {
+    for (const Piece& p : pieces) encode_sentencepiece_words(*bpe, metaspace->replacement, text, where, p, out, word++);
+    return;
+  }
+  thread_local std::vector<HfToken> tl_tokens;
+  thread_local std::string tl_scratch;
+  thread_local std::vector<uint32_t> tl_source;  // normalized byte behind each scratch byte
+  std::vector<HfToken>& tokens = tl_tokens;
+  std::string& scratch = tl_scratch;
+  std::vector<uint32_t>& source = tl_source;
+  const std::string empty;
+  const std::string& r = metaspace ? metaspace->replacement : empty;
+  for (const Piece& p : pieces) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(text.data()) + p.start;
+    const size_t n = p.end - p.start;
+    tokens.clear();
+    const bool rewrite = p.prefix || (metaspace && std::memchr(bytes, ' ', n) != nullptr);
+    if (!rewrite) {
+      model.encode_word(bytes, n, tokens);
+      for (const HfToken& t : tokens) {
+        note_unk(t, text.data() + p.start);
+        out.ids.push_back(t.id);
+        out.starts.push_back(where.start_of(p.start + t.start));
+        out.ends.push_back(where.end_of(p.start + t.end - 1));
+        out.words.push_back(word);
+      }
+      ++word;
+      continue;
+    }
+    scratch.clear();
+    source.clear();
+    if (p.prefix) {  // the prepended character shares the first character's alignment
+      scratch += r;
+      source.insert(source.end(), r.size(), p.start);
+    }
+    for (uint32_t k = p.start; k < p.end; ++k) {
+      if (text[k] == ' ' && metaspace) {
+        scratch += r;
+        source.insert(source.end(), r.size(), k);
+      } else {
+        scratch += text[k];
+        source.push_back(k);
+      }
+    }
+    model.encode_word(reinterpret_cast<const uint8_t*>(scratch.data()), scratch.size(), tokens);
+    for (const HfToken& t : tokens) {
+      if (t.end <= t.start || t.end > source.size()) continue;  // only a damaged model gets here
+      note_unk(t, scratch.data());
+      out.ids.push_back(t.id);
+      out.starts.push_back(where.start_of(source[t.start]));
+      out.ends.push_back(where.end_of(source[t.end - 1]));
+      out.words.push_back(word);
+    }
+    ++word;
+  }
+}
+
+}  // namespace
 
 void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool encode_special_tokens,
                                  RawEncoding& out, uint32_t& word) const {
@@ -438,7 +683,9 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
       const PreTokenizerStep& st = steps[step];
       next.clear();
       for (const Piece& p : pieces) {
-        if (step < byte_level_step_) {
+        if (st.kind == PreTokenizerStep::Kind::kMetaspace) {
+          metaspace_split(st, text, where, p, next);
+        } else if (step < byte_level_step_) {
           // Before ByteLevel the piece is plain normalized text.
           ranges.clear();
           st.splitter->split(text.substr(p.start, p.end - p.start), ranges);
@@ -498,6 +745,10 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
       pieces.swap(next);
     }
 
+    if (!is_byte_level()) {
+      encode_text_pieces(*model_, metaspace_, unk_text_, text, where, pieces, out, word);
+      continue;
+    }
     // The model, piece by piece.
     for (const Piece& p : pieces) {
       const uint8_t* bytes = reinterpret_cast<const uint8_t*>(text.data()) + p.start;
@@ -509,7 +760,7 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
         n += 1;
       }
       tokens.clear();
-      model_.encode_word(bytes, n, tokens);
+      model_->encode_word(bytes, n, tokens);
       const uint32_t shift = p.prefix ? 1 : 0;
       // The inserted space takes the place of the piece's first character and its alignment
       // (tokenizers' NormalizedString::prepend; the character itself then shares it).

@@ -6,7 +6,9 @@
 //        each text split ──pre-tokenizer steps──> pieces (empty pieces dropped)
 //                                                 ByteLevel: optional prefix space, GPT-2 split,
 //                                                 then the piece is bytes for the model
-//        each piece ──BPE model (hf_bpe.h)──> tokens
+//                                                 Metaspace (last step): spaces shown as U+2581,
+//                                                 optional U+2581 prefix, optional split before each
+//        each piece ──model (hf_model.h: BPE, WordPiece, Unigram, WordLevel)──> tokens
 //   ──> ids, [start, end) byte offsets in the original, word index (= index of the split)
 //
 // What happens after the model (post-processing, truncation, padding, char offsets) is policy and
@@ -64,15 +66,23 @@ class PieceSplitter {
 };
 
 struct PreTokenizerStep {
-  enum class Kind : uint8_t { kSplit, kByteLevel };
+  enum class Kind : uint8_t { kSplit, kByteLevel, kMetaspace };
+  // kUnconditional is not a tokenizers scheme: it stands for a Prepend normalizer (see
+  // sentencepiece_shortcut in conversion/hf_json.py), which prepends even before a space.
+  enum class Prepend : uint8_t { kAlways, kFirst, kNever, kUnconditional };
   Kind kind = Kind::kSplit;
   std::shared_ptr<const PieceSplitter> splitter;  // kSplit; for kByteLevel the GPT-2 split or null
   bool add_prefix_space = false;                  // kByteLevel
+  std::string replacement;                        // kMetaspace: one character, UTF-8
+  Prepend prepend_scheme = Prepend::kAlways;      // kMetaspace
+  bool split = true;                              // kMetaspace
 };
 
 struct HfPipeline {
   std::shared_ptr<const TextNormalizer> normalizer;  // null: none
-  std::vector<PreTokenizerStep> pre_tokenizers;      // must contain one kByteLevel step
+  // Byte-level BPE: exactly one kByteLevel step. Other models: no kByteLevel step, and a
+  // kMetaspace step only as the last one.
+  std::vector<PreTokenizerStep> pre_tokenizers;
   std::vector<AddedToken> added_raw;         // normalized=false tokens
   std::vector<AddedToken> added_normalized;  // normalized=true tokens, content normalized
 };
@@ -89,48 +99,67 @@ struct RawEncoding {
   void clear() { ids.clear(); starts.clear(); ends.clear(); words.clear(); token_text.clear(); }
 };
 
+// The model of a tokenizer.json cartridge.
+enum class HfModelKind : uint32_t {
+  kBpeBytes = 0,   // BPE behind a ByteLevel pre-tokenizer: the trie holds token bytes
+  kBpeChars = 1,   // BPE over characters (SentencePiece style): the trie holds token strings
+  kWordPiece = 2,
+  kUnigram = 3,
+  kWordLevel = 4,
+};
+
 // HFHD: fixed parameters of a tokenizer.json cartridge.
 struct HfHeader {
-  uint32_t engine;        // kEngineHfBpe
+  uint32_t engine;        // kEngineHfBpe (every tokenizer.json cartridge; the name is historical)
   uint32_t n_ids;         // every id is < n_ids
   int32_t unk_id;         // -1 when none
-  uint32_t flags;         // kHfFuseUnk | kHfIgnoreMerges | kHfSelfEncodes
-  uint64_t merge_capacity;
-  uint64_t reserved;
+  uint32_t flags;         // kHfFuseUnk | kHfIgnoreMerges | kHfByteFallback
+  uint64_t merge_capacity;  // BPE: entries of HMRG; 0 otherwise
+  uint32_t model;         // HfModelKind (0 in cartridges written before there were others)
+  uint32_t max_input_chars_per_word;  // WordPiece
 };
 static_assert(sizeof(HfHeader) == 32, "HFHD is 32 bytes");
 constexpr uint32_t kEngineHfBpe = 2;
-constexpr uint32_t kHfFuseUnk = 1u, kHfIgnoreMerges = 2u;
+constexpr uint32_t kHfFuseUnk = 1u, kHfIgnoreMerges = 2u, kHfByteFallback = 4u;
 
-// What the converter hands over. Vocabulary tokens are given as bytes (byte-level characters
-// mapped back); tokens outside the byte-level alphabet have no bytes and are left out.
-struct HfBpeSource {
-  std::vector<std::pair<std::string, uint32_t>> byte_tokens;  // bytes -> id
-  std::vector<HfMerge> merges;                                 // in list order
+// What the converter hands over. Vocabulary tokens are given as bytes: for byte-level BPE the
+// byte-level characters mapped back (tokens outside the byte-level alphabet have no bytes and are
+// left out), for the other models their UTF-8.
+struct HfSource {
+  HfModelKind kind = HfModelKind::kBpeBytes;
+  std::vector<std::pair<std::string, uint32_t>> byte_tokens;  // bytes -> id (one entry per key)
+  std::vector<HfMerge> merges;                                 // BPE: in list order
+  std::vector<double> scores;                                  // Unigram: one per id
+  uint32_t max_input_chars_per_word = 0;                       // WordPiece
   uint32_t n_ids = 0;
-  HfBpeOptions options;
+  HfBpeOptions options;  // unk_id, fuse_unk, byte_fallback, ignore_merges, prefix, suffix
   std::string meta_json;       // META: the pipeline description for the Python face
   std::string tokenizer_json;  // TJSN: the source tokenizer.json, for save() and the fallback
   std::string vocab_strings;   // VSTR: token strings by id, a JSON array (null for gaps)
-  // What the ByteLevel decoder makes of each id (HDTO offsets / HDTB bytes / HDPR presence).
+  // What the ByteLevel decoder makes of each id (HDTO offsets / HDTB bytes / HDPR presence);
+  // byte-level BPE only.
   std::vector<std::string> decode_bytes;
   std::vector<uint8_t> decode_present;
 };
 
 // Builds the cartridge image. Throws std::invalid_argument on inconsistent input.
-std::string build_hf_cartridge(const HfBpeSource& source);
+std::string build_hf_cartridge(const HfSource& source);
 
 class HfEngine {
  public:
   HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeline);
 
   const Cartridge& cartridge() const { return *cartridge_; }
-  const HfBpeModel& model() const { return model_; }
-  uint32_t n_ids() const { return model_.n_ids(); }
-  bool has_fast_path() const { return model_.has_fast_path(); }
+  const HfModel& model() const { return *model_; }
+  HfModelKind model_kind() const { return kind_; }
+  const HfBpeModel* bpe() const { return bpe_.get(); }  // null for the other models
+  uint32_t n_ids() const { return model_->n_ids(); }
+  bool has_fast_path() const { return bpe_ && bpe_->has_fast_path(); }
+  bool is_byte_level() const { return kind_ == HfModelKind::kBpeBytes; }
 
-  // ByteLevel decoding: appends the bytes of every id that has a token, skipping ids whose
-  // `skip` entry is 1 (skip may be empty). Ids without a token are dropped, as in tokenizers.
+  // ByteLevel decoding (byte-level cartridges only): appends the bytes of every id that has a
+  // token, skipping ids whose `skip` entry is 1 (skip may be empty). Ids without a token are
+  // dropped, as in tokenizers.
   void decode_byte_level(const uint32_t* ids, size_t n, const std::vector<uint8_t>& skip, std::string& out) const;
 
   // One sequence up to the model. `encode_special_tokens`: special added tokens are text.
@@ -143,10 +172,15 @@ class HfEngine {
 
   std::shared_ptr<const Cartridge> cartridge_;
   HfPipeline pipeline_;
-  HfBpeModel model_;
+  HfModelKind kind_ = HfModelKind::kBpeBytes;
+  std::unique_ptr<HfBpeModel> bpe_;
+  std::unique_ptr<HfModel> other_;  // WordPiece, Unigram, WordLevel
+  const HfModel* model_ = nullptr;
   AddedTokenSet added_raw_;
   AddedTokenSet added_normalized_;
-  size_t byte_level_step_ = 0;  // index of the kByteLevel step
+  size_t byte_level_step_ = 0;  // index of the kByteLevel step; pre_tokenizers.size() when none
+  const PreTokenizerStep* metaspace_ = nullptr;  // the kMetaspace step, when there is one
+  int64_t unk_text_ = -1;  // Unigram: the unk id, whose tokens show the text they cover
   // The one splitter of a pipeline that is just "scanner, then bytes" (no prefix space, no other
   // step): then text splits without a normalizer change stream straight into the model.
   const PieceSplitter* streaming_ = nullptr;

@@ -672,6 +672,13 @@ void normalize_lowercase(NormalizedText& t) {
   w.finish(t);
 }
 
+void transform_chars(NormalizedText& t, const std::vector<std::pair<uint32_t, int32_t>>& pairs,
+                     size_t initial_chars) {
+  Rewriter w(t, initial_chars);
+  for (const auto& [cp, change] : pairs) w.emit(cp, change);
+  w.finish(t);
+}
+
 void normalize_prepend(NormalizedText& t, std::string_view prefix) {
   if (t.text.empty()) return;
   // transform_range(0..len(first char), [prefix[0]: 0, prefix[1..]: +1, first char: +1]).

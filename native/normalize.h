@@ -92,6 +92,14 @@ void normalize_replace_literal(NormalizedText&, std::string_view pattern, std::s
 void normalize_replace_ranges(NormalizedText&, const std::vector<std::pair<uint32_t, uint32_t>>& matches,
                               std::string_view content);
 
+// NormalizedString::transform(pairs, initial_chars) itself, for normalizers written elsewhere
+// (bert.cc, precompiled.cc): `pairs` are (code point, change) as tokenizers builds them, read
+// against the old text by position as described at the top of this file; `initial_chars` old chars
+// are dropped before the first pair (filter's leading removals). Throws NormalizerPanic where
+// tokenizers panics. A code point may be 0x80000000 | byte to carry an invalid byte through.
+void transform_chars(NormalizedText&, const std::vector<std::pair<uint32_t, int32_t>>& pairs,
+                     size_t initial_chars = 0);
+
 // Cheap checks: true when the normalizer would leave `text` (and its alignments) unchanged. Used
 // to skip work, e.g. to skip building alignments for a whole document. They may answer false for
 // some unchanged texts (quick-check "maybe"), never true for a changed one. They judge the text

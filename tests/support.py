@@ -22,9 +22,14 @@ CORPORA = SHARED / "corpora"
 SAMPLE_BYTES = 256 * 1024
 
 TIKTOKEN_VOCABS = ["r50k_base", "cl100k_base", "o200k_base", "llama3"]
-# The tokenizer.json folders of ../shared/vocab/hf that run natively (the byte-level BPE family).
+# The tokenizer.json folders of ../shared/vocab/hf, by model family; every one runs natively.
 BYTE_LEVEL_FOLDERS = ["gpt2", "roberta_base", "gpt_neox_20b", "phi2", "falcon", "llama3_1", "qwen2_5", "deepseek_v3",
                       "clip", "whisper_large_v3"]
+SENTENCEPIECE_BPE_FOLDERS = ["mistral_v0_1", "phi3_mini", "gemma"]
+WORDPIECE_FOLDERS = ["bert_base_uncased"]
+UNIGRAM_FOLDERS = ["t5_small", "xlm_roberta_paraphrase_mpnet"]
+BPE_FOLDERS = BYTE_LEVEL_FOLDERS + SENTENCEPIECE_BPE_FOLDERS
+NATIVE_FOLDERS = BPE_FOLDERS + WORDPIECE_FOLDERS + UNIGRAM_FOLDERS
 
 
 def require_shared(path: Path) -> Path:

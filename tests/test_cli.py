@@ -214,10 +214,27 @@ def test_convert_verify_reports_a_mismatch(tmp_path, capsys, monkeypatch):
 
 
 def test_convert_tokenizer_json_needing_fallback_is_refused(tmp_path):
-    src = require_shared(VOCAB / "hf" / "bert_base_uncased" / "tokenizer.json")
+    data = json.loads(require_shared(VOCAB / "hf" / "bert_base_uncased" / "tokenizer.json").read_text(encoding="utf-8"))
+    data["normalizer"] = {"type": "Nmt"}  # a normalizer the engine does not run
+    src = tmp_path / "tokenizer.json"
+    src.write_text(json.dumps(data), encoding="utf-8")
     with pytest.warns(UserWarning, match="tokenizers library"):
         with pytest.raises(SystemExit, match="does not run yet"):
             run_cli("convert", str(src), "-o", str(tmp_path / "bert.dat"))
+
+
+@pytest.mark.parametrize("folder", ["bert_base_uncased", "t5_small", "mistral_v0_1"])
+def test_convert_every_model_family(tmp_path, folder):
+    tokenizers = pytest.importorskip("tokenizers")
+    src = require_shared(VOCAB / "hf" / folder / "tokenizer.json")
+    out = tmp_path / f"{folder}.dat"
+    assert run_cli("convert", str(src), "-o", str(out), "--verify") == 0
+    from crayon_hf import Tokenizer
+
+    ours = Tokenizer.from_file(out)
+    assert ours.crayon_backend == "native"
+    text = "Hello, Wörld! 日本語 \u2581 tokens  and   spaces"
+    assert ours.encode(text).ids == tokenizers.Tokenizer.from_file(str(src)).encode(text).ids
 
 
 def test_encode_with_a_tokenizer_json(tmp_path, capsys):

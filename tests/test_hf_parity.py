@@ -1,5 +1,5 @@
-"""crayon_hf.Tokenizer against the real `tokenizers` on every byte-level BPE folder in
-../shared/vocab/hf and on tokenizers built with transformers' TikTokenConverter from the rank
+"""crayon_hf.Tokenizer against the real `tokenizers` on every folder in ../shared/vocab/hf
+(byte-level BPE, SentencePiece-style BPE, WordPiece, Unigram) and on tokenizers built with transformers' TikTokenConverter from the rank
 files in ../shared/vocab/tiktoken.
 
 Every comparison checks the whole Encoding (ids, tokens, offsets, word ids, type ids, masks,
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import BYTE_LEVEL_FOLDERS, VOCAB, corpus_files, corpus_text, random_slices, require_module, require_shared, short_docs
+from support import BPE_FOLDERS, NATIVE_FOLDERS, VOCAB, corpus_files, corpus_text, random_slices, require_module, require_shared, short_docs
 
 
 _LOADED: dict[str, tuple[object, object]] = {}
@@ -35,7 +35,7 @@ def load_pair(folder: str):
     return _LOADED[folder]
 
 
-@pytest.fixture(params=BYTE_LEVEL_FOLDERS)
+@pytest.fixture(params=NATIVE_FOLDERS)
 def hf_pair(request):
     return load_pair(request.param)
 
@@ -87,7 +87,7 @@ def documents(text: str, size: int = 4096) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def test_byte_level_folders_run_natively(hf_pair):
+def test_every_folder_runs_natively(hf_pair):
     ours, _ = hf_pair
     assert ours.crayon_backend == "native"
 
@@ -183,7 +183,7 @@ ADVERSARIAL = st.text(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(text=ADVERSARIAL, folder=st.sampled_from(BYTE_LEVEL_FOLDERS))
+@given(text=ADVERSARIAL, folder=st.sampled_from(NATIVE_FOLDERS))
 def test_hypothesis_strings(text, folder):
     ours, ref = load_pair(folder)
     check_texts(ours, ref, [text], f"{folder} hypothesis")
@@ -320,11 +320,12 @@ def test_tiktoken_converter_tokenizers(name):
     check_texts(ours, ref, texts, name)
 
 
-@pytest.mark.parametrize("folder", BYTE_LEVEL_FOLDERS)
+@pytest.mark.parametrize("folder", BPE_FOLDERS)
 def test_model_fast_paths_equal_merge_loop(folder):
-    """The BPE model's fast paths (whole-token shortcut, word cache, and the backtracking encoder
-    where the merge list is tiktoken-equivalent) against the plain merge-list loop, piece by piece:
-    corpus words, random slices as bytes, random bytes, and long unbroken runs."""
+    """The BPE model's fast paths (whole-token shortcut, word cache, the backtracking encoder
+    where the merge list is tiktoken-equivalent, sentence segmentation before U+2581 for character
+    vocabularies) against the plain merge-list loop, piece by piece: corpus words, random slices
+    as bytes, random bytes, long unbroken runs, and SentencePiece-style sentences."""
     ours, _ = load_pair(folder)
     engine = ours._engine
     rng = random.Random(17)
@@ -335,6 +336,10 @@ def test_model_fast_paths_equal_merge_loop(folder):
         pieces += [s.encode("utf-8") for s in random_slices(text, 60, seed=23, max_len=40)]
     pieces += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 30))) for _ in range(300)]
     pieces += ["日本語の文章です" * 200, "a" * 3000, " " * 2000, "0123456789" * 100]
+    for path in corpus_files():  # sentences as SentencePiece-style models see them
+        for s in random_slices(corpus_text(path, 64 * 1024), 30, seed=29, max_len=600):
+            pieces.append("\u2581" + s.replace(" ", "\u2581"))
+    pieces += ["\u2581\u2581a\u2581\u2581\u2581b\u2581", "\u2581" * 50, "a\u2581" * 100, "<0x41>\u2581x\U0010FFFF\u2581y"]
     pieces = [p if isinstance(p, bytes) else p.encode("utf-8") for p in pieces]
     for p in pieces:
         assert engine.model_encode(p) == engine.model_encode(p, reference=True), f"{folder}: piece {p[:40]!r}"

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from support import (
     BYTE_LEVEL_FOLDERS,
+    NATIVE_FOLDERS,
     CORPORA,
     VOCAB,
     corpus_text,
@@ -44,20 +45,11 @@ from support import (
     short_docs,
 )
 
-# Not native yet: these run on the stock backend inside CrayonTokenizer.
-FALLBACK_FOLDERS = [
-    "bert_base_uncased",
-    "t5_small",
-    "xlm_roberta_paraphrase_mpnet",
-    "mistral_v0_1",
-    "phi3_mini",
-    "gemma",
-]
-FOLDERS = BYTE_LEVEL_FOLDERS + FALLBACK_FOLDERS
-# The wide option matrices run on every native folder and on a WordPiece and a SentencePiece-style
-# fallback (with left padding); the fallback path is the same for all of them, and every folder
-# still runs the core sample, decode, vocabulary and encode checks (and everything under -m full).
-MATRIX_FOLDERS = BYTE_LEVEL_FOLDERS + ["bert_base_uncased", "mistral_v0_1"]
+FOLDERS = NATIVE_FOLDERS
+# The wide option matrices run on every byte-level folder and on one folder of each other family
+# (with left padding); every folder still runs the core sample, decode, vocabulary and encode
+# checks (and everything under -m full).
+MATRIX_FOLDERS = BYTE_LEVEL_FOLDERS + ["bert_base_uncased", "mistral_v0_1", "xlm_roberta_paraphrase_mpnet"]
 
 SLICE_CORPORA = [
     "en_tinyshakespeare.txt",
@@ -370,12 +362,9 @@ def test_class_and_backend(folder):
     ref, ours = load_pair(folder)
     assert isinstance(ours, type(ref)), f"{type(ours).__mro__} is not a subclass of {type(ref).__name__}"
     assert type(ours).__name__ == f"Crayon{type(ref).__name__}" or type(ref).__name__ == "TokenizersBackend"
-    if folder in BYTE_LEVEL_FOLDERS:
-        # "native", or "native (except _decode)" where the class overrides or wraps decoding
-        # (whisper's _decode, CLIP's backend decode)
-        assert re.fullmatch(r"native( \(except [_a-z, ]+\))?", ours.crayon_backend), ours.crayon_backend
-    else:
-        assert ours.crayon_backend.startswith("fallback"), ours.crayon_backend
+    # "native", or "native (except _decode)" where the class overrides or wraps decoding
+    # (whisper's _decode, CLIP's backend decode)
+    assert re.fullmatch(r"native( \(except [_a-z, ]+\))?", ours.crayon_backend), ours.crayon_backend
     for name in ("padding_side", "truncation_side", "model_input_names", "model_max_length",
                  "clean_up_tokenization_spaces", "split_special_tokens", "is_fast", "chat_template"):
         assert getattr(ours, name) == getattr(ref, name), name
