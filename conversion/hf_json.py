@@ -289,6 +289,15 @@ def _utf8(token: str) -> bytes:
     return token.encode("utf-8", "surrogatepass")
 
 
+def _plan_text_vocab(vocab: dict[str, int], plan: NativePlan) -> None:
+    """Token strings by id and the trie's keys (UTF-8) for a model over characters."""
+    strings: list[str | None] = [None] * (max(vocab.values(), default=-1) + 1)
+    for tok, i in vocab.items():
+        strings[i] = tok
+    plan.vocab_strings = strings
+    plan.byte_tokens = [(_utf8(tok), i) for tok, i in vocab.items() if tok]
+
+
 def plan_native(data: dict[str, Any]) -> NativePlan:
     """What the native engine needs; raises Unsupported naming the first component it cannot run
     exactly, ValueError when the file itself is inconsistent (as `tokenizers` would refuse it)."""
@@ -313,6 +322,7 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         vocab = _plan_bpe(model, plan, byte_level)
     elif mtype == "WordPiece":
         vocab = _vocab_dict(model)
+        _plan_text_vocab(vocab, plan)
         plan.kind = "wordpiece"
         unk = model.get("unk_token", "[UNK]")
         if unk not in vocab:
@@ -326,6 +336,7 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         vocab = _plan_unigram(model, plan)
     elif mtype == "WordLevel":
         vocab = _vocab_dict(model)
+        _plan_text_vocab(vocab, plan)
         plan.kind = "wordlevel"
         unk = model.get("unk_token")
         if unk not in vocab:
@@ -368,14 +379,11 @@ def _plan_bpe(model: dict[str, Any], plan: NativePlan, byte_level: bool) -> dict
     plan.byte_fallback = bool(model.get("byte_fallback", False))
     prefix = model.get("continuing_subword_prefix") or ""
     suffix = model.get("end_of_word_suffix") or ""
-    n_ids = max(vocab.values(), default=-1) + 1
-    strings: list[str | None] = [None] * n_ids
-    for tok, i in vocab.items():
-        strings[i] = tok
-    plan.vocab_strings = strings
+    _plan_text_vocab(vocab, plan)
     if byte_level:
         if plan.byte_fallback:
             raise Unsupported("model.byte_fallback", "byte_fallback with a ByteLevel pre-tokenizer is not implemented natively")
+        plan.byte_tokens = []
         for tok, i in vocab.items():
             b = _to_bytes(tok)
             if b:
@@ -387,7 +395,6 @@ def _plan_bpe(model: dict[str, Any], plan: NativePlan, byte_level: bool) -> dict
     else:
         if plan.byte_fallback and (prefix or suffix):
             raise Unsupported("model.byte_fallback", "byte_fallback with a subword prefix or suffix is not implemented natively")
-        plan.byte_tokens = [(_utf8(tok), i) for tok, i in vocab.items() if tok]
         plan.prefix, plan.suffix = _utf8(prefix), _utf8(suffix)
 
     merges = model.get("merges") or []

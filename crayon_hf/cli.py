@@ -64,49 +64,85 @@ def _report_parity(label: str, docs: list[str], ours, ref) -> int:
     return 0
 
 
+def _verify_against_tokenizers(args: argparse.Namespace, loaded, source: bytes) -> int:
+    import tokenizers
+
+    ref = tokenizers.Tokenizer.from_str(source.decode("utf-8"))
+
+    def ours(doc: str):
+        e = loaded.encode(doc)
+        return list(zip(e.ids, e.offsets)) + [loaded.decode(e.ids)]
+
+    def theirs(doc: str):
+        e = ref.encode(doc)
+        return list(zip(e.ids, e.offsets)) + [ref.decode(e.ids)]
+
+    return _report_parity(f"tokenizers {tokenizers.__version__}", _verify_documents(args.verify or None), ours, theirs)
+
+
+def _convert_tokenizer_json(args: argparse.Namespace, source: bytes, what: str, start: float, hint: str = "") -> int:
+    """A tokenizer.json (the input's, or one converted from a SentencePiece model) -> cartridge."""
+    from crayon_hf.tokenizer import Tokenizer
+
+    tok = Tokenizer.from_buffer(source, source=args.input)
+    if tok.crayon_backend != "native":
+        raise SystemExit(
+            f"crayon convert: {args.input} needs a component the native engine does not run yet "
+            f"({tok.crayon_backend}); crayon_hf.Tokenizer still loads it, through the tokenizers library{hint}"
+        )
+    tok.save_cartridge(args.output)
+    loaded = Tokenizer.from_file(args.output)
+    print(
+        f"wrote {args.output}: {what}, {loaded.get_vocab_size():,} ids, "
+        f"{os.path.getsize(args.output) / 1e6:.2f} MB, backend {loaded.crayon_backend}, "
+        f"in {time.perf_counter() - start:.2f} s"
+    )
+    return 0 if args.verify is None else _verify_against_tokenizers(args, loaded, source)
+
+
+def _convert_sentencepiece(args: argparse.Namespace, start: float) -> int:
+    """A SentencePiece model -> the tokenizer.json transformers builds from it (see
+    conversion/sentencepiece.py), written as is for ``-o NAME.json``, else compiled on."""
+    from crayon_hf._cache import atomic_write
+    from crayon_hf.conversion.sentencepiece import dumps, parse_model, tokenizer_json
+
+    with open(args.input, "rb") as f:
+        model = parse_model(f.read(), args.input)
+    text = dumps(tokenizer_json(model)).encode("utf-8")
+    if not args.output.endswith(".json"):
+        hint = f"; `crayon convert {args.input} -o tokenizer.json` writes the tokenizer.json it converts to"
+        return _convert_tokenizer_json(args, text, model.describe(), start, hint)
+    atomic_write(args.output, text)
+    print(f"wrote {args.output}: tokenizer.json of a {model.describe()}, {len(text) / 1e6:.2f} MB, "
+          f"in {time.perf_counter() - start:.2f} s")
+    if args.verify is None:
+        return 0
+    from crayon_hf.tokenizer import Tokenizer
+
+    return _verify_against_tokenizers(args, Tokenizer.from_buffer(text, source=args.input), text)
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
     from crayon_hf._cache import atomic_write
-    from crayon_hf.conversion.sniff import FileKind, sniff_file
+    from crayon_hf.conversion.sniff import HEAD_BYTES, FileKind, explain_unknown, sniff_file
 
     kind = sniff_file(args.input)
     start = time.perf_counter()
     if kind is FileKind.TOKENIZER_JSON:
-        from crayon_hf.tokenizer import Tokenizer
-
-        tok = Tokenizer.from_file(args.input)
-        if tok.crayon_backend != "native":
-            raise SystemExit(
-                f"crayon convert: {args.input} needs a component the native engine does not run yet "
-                f"({tok.crayon_backend}); crayon_hf.Tokenizer still loads it, through the tokenizers library"
-            )
-        tok.save_cartridge(args.output)
-        loaded = Tokenizer.from_file(args.output)
-        print(
-            f"wrote {args.output}: tokenizer.json BPE, {loaded.get_vocab_size():,} ids, "
-            f"{os.path.getsize(args.output) / 1e6:.2f} MB, backend {loaded.crayon_backend}, "
-            f"in {time.perf_counter() - start:.2f} s"
-        )
-        if args.verify is None:
-            return 0
-        import tokenizers
-
-        ref = tokenizers.Tokenizer.from_file(args.input)
-
-        def ours(doc: str):
-            e = loaded.encode(doc)
-            return list(zip(e.ids, e.offsets)) + [loaded.decode(e.ids)]
-
-        def theirs(doc: str):
-            e = ref.encode(doc)
-            return list(zip(e.ids, e.offsets)) + [ref.decode(e.ids)]
-
-        return _report_parity(f"tokenizers {tokenizers.__version__}", _verify_documents(args.verify or None), ours, theirs)
-
+        with open(args.input, "rb") as f:
+            source = f.read()
+        return _convert_tokenizer_json(args, source, "tokenizer.json BPE", start)
+    if kind is FileKind.SENTENCEPIECE:
+        return _convert_sentencepiece(args, start)
     if kind is not FileKind.TIKTOKEN_RANKS:
-        what = "not a file crayon-hf recognises" if kind is FileKind.UNKNOWN else f"a {kind.value}"
+        if kind is FileKind.UNKNOWN:
+            with open(args.input, "rb") as f:
+                what = f"not a file crayon-hf recognises: {explain_unknown(f.read(HEAD_BYTES))}"
+        else:
+            what = f"a {kind.value}"
         raise SystemExit(
             f"crayon convert: {args.input} is {what}; this version converts tokenizer.json files "
-            "and tiktoken rank files"
+            "and tiktoken rank files (and SentencePiece .model files)"
         )
     from crayon_hf.conversion.tiktoken_rank import convert_rank_file
 
@@ -325,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("convert", help="compile a vocabulary into a cartridge")
-    c.add_argument("input", help="a tokenizer.json or a tiktoken rank file (recognised by content)")
+    c.add_argument("input", help="a tokenizer.json, a tiktoken rank file or a SentencePiece model (recognised by content)")
     c.add_argument(
         "--pattern",
         help="split pattern: r50k_base, cl100k_base, o200k_base, llama3, or a regex "
@@ -333,7 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--special", action="append", default=[], metavar="TOKEN=ID", help="a special token (repeatable)")
     c.add_argument("--name", help="encoding name stored in the cartridge")
-    c.add_argument("-o", "--output", required=True, help="cartridge to write (.dat)")
+    c.add_argument("-o", "--output", required=True,
+                   help="cartridge to write (.dat); for a SentencePiece model, NAME.json writes the tokenizer.json it "
+                   "converts to instead")
     c.add_argument(
         "--verify",
         nargs="?",

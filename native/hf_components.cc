@@ -38,6 +38,11 @@ class NormalizerChain final : public TextNormalizer {
     return true;
   }
 
+  bool apply_same_length(std::string_view text, std::string& out) const override {
+    return steps_.size() == 1 && steps_[0].kind == NormStep::Kind::kBert &&
+           normalize_bert_same_length(text, steps_[0].bert, out);
+  }
+
   bool apply(std::string& text, ByteRanges& align) const override {
     NormalizedText nt;
     nt.text = std::move(text);

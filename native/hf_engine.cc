@@ -630,7 +630,10 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
   thread_local ByteRanges align;
   std::string_view text = segment;
   bool explicit_align = false;
-  if (pipeline_.normalizer && !pipeline_.normalizer->is_identity(segment)) {
+  const bool changes = pipeline_.normalizer && !pipeline_.normalizer->is_identity(segment);
+  if (changes && pipeline_.normalizer->apply_same_length(segment, normalized)) {
+    text = normalized;  // same characters, same lengths: the alignment stays implicit
+  } else if (changes) {
     normalized.assign(segment.data(), segment.size());
     align.clear();
     align.reserve(segment.size());

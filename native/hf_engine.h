@@ -52,6 +52,10 @@ class TextNormalizer {
   virtual bool apply(std::string& text, ByteRanges& align) const = 0;
   // Quick check on the original text: true when apply() would certainly change nothing.
   virtual bool is_identity(std::string_view text) const = 0;
+  // The hot path for original text: when normalizing it maps every character to one character of
+  // the same byte length (so every byte keeps its character's alignment), writes the result to
+  // `out` and returns true; false: call apply(). The default never takes it.
+  virtual bool apply_same_length(std::string_view text, std::string& out) const { return false; }
 };
 
 // A pre-tokenizer that only splits: appends [start, end) sub-ranges of `text` (non-empty).
