@@ -65,9 +65,62 @@ def _to_bytes(token: str) -> bytes | None:
         return None
 
 
-def parse_tokenizer_json(text: str | bytes, source: str = "tokenizer.json") -> dict[str, Any]:
+# Exact powers of ten as f64 (Python's literals are correctly rounded, as Rust's are).
+_POW10 = [float(f"1e{k}") for k in range(309)]
+_U64_MAX = 2**64 - 1
+
+
+def tokenizers_float(text: str) -> float:
+    """A JSON number as `tokenizers` reads it: serde_json without its `float_roundtrip` feature,
+    which is not correctly rounded (Unigram scores written the usual way come back 1 ulp off
+    about a quarter of the time, and Viterbi ties follow those bits).
+
+    The digits (integer, then fraction) accumulate in a u64 until the next one would overflow
+    it; later fraction digits are ignored, later integer digits only raise the exponent. The u64
+    becomes an f64 (round half to even), then one multiplication or division by an exact power of
+    ten (repeated by 1e308 when the exponent is below -308) applies the decimal exponent."""
+    s = text
+    negative = s.startswith("-")
+    if negative:
+        s = s[1:]
+    mantissa, _, exp_text = s.replace("E", "e").partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    significand, exponent = 0, 0
+    overflowed = False
+    for c in int_part:
+        if overflowed or significand * 10 + int(c) > _U64_MAX:
+            overflowed = True
+            exponent += 1
+        else:
+            significand = significand * 10 + int(c)
+    for c in frac_part:
+        if overflowed or significand * 10 + int(c) > _U64_MAX:
+            overflowed = True
+            break
+        significand = significand * 10 + int(c)
+        exponent -= 1
+    if exp_text:
+        exponent += int(exp_text)
+    f = float(significand)
+    while True:
+        if abs(exponent) < len(_POW10):
+            f = f * _POW10[exponent] if exponent >= 0 else f / _POW10[-exponent]
+            break
+        if f == 0.0:
+            break
+        if exponent >= 0:
+            raise ValueError(f"number out of range: {text}")
+        f /= 1e308
+        exponent += 308
+    return -f if negative else f
+
+
+def parse_tokenizer_json(text: str | bytes, source: str = "tokenizer.json", exact_floats: bool = False) -> dict[str, Any]:
+    """The parsed file. Floats are read as `tokenizers` reads them (tokenizers_float) unless
+    `exact_floats`: for JSON that tokenizers' own to_str() wrote from values in memory, where the
+    correctly rounded reading gives those values back."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_float=None if exact_floats else tokenizers_float)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{source} is not valid JSON: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):

@@ -142,15 +142,17 @@ class Tokenizer:
         return tok if tok is not None else cls._fallback(buffer, path, reason)
 
     @classmethod
-    def _native(cls, buffer: bytes, source: str) -> tuple[Tokenizer | None, str, str]:
+    def _native(cls, buffer: bytes, source: str, exact_floats: bool = False) -> tuple[Tokenizer | None, str, str]:
         """The tokenizer for a tokenizer.json, compiled into the cache on first use; or (None,
         JSON path of the component, reason) when the engine does not reproduce it. A refusal is
-        remembered in the cache too, so the next load need not parse the file again."""
+        remembered in the cache too, so the next load need not parse the file again.
+        `exact_floats`: the JSON is a live tokenizer's to_str() (see parse_tokenizer_json)."""
         from crayon_hf.conversion.hf_json import (SUPPORT_GENERATION, Unsupported, build_hf_cartridge,
                                                   parse_tokenizer_json, plan_native)
 
         digest = hashlib.sha256(buffer).hexdigest()
-        target = cache_dir() / f"tokenizer-{digest[:32]}-g{_CACHE_GENERATION}.dat"
+        floats = "x" if exact_floats else ""
+        target = cache_dir() / f"tokenizer-{digest[:32]}{floats}-g{_CACHE_GENERATION}.dat"
         if target.exists():
             return cls.from_cartridge(target), "", ""
         refusal = target.with_name(f"{target.stem}-s{SUPPORT_GENERATION}.unsupported")
@@ -159,7 +161,7 @@ class Tokenizer:
             return None, str(path), str(reason)
         except (OSError, ValueError, TypeError):
             pass
-        data = parse_tokenizer_json(buffer, source)
+        data = parse_tokenizer_json(buffer, source, exact_floats)
         try:
             # Post-processor and decoder are Python; check them before compiling anything.
             build_post_processor(data.get("post_processor"))

@@ -133,7 +133,7 @@ class CrayonTokenizer(TokenizersBackend):
                 engine = candidate
         if engine is None:
             # The stock backend is the fallback: no second reference tokenizer is built.
-            engine, path, reason = Tokenizer._native(text, source=f"{type(self).__name__} backend")
+            engine, path, reason = Tokenizer._native(text, source=f"{type(self).__name__} backend", exact_floats=True)
             if engine is None:
                 warnings.warn(f"crayon-hf: {reason}; {type(self).__name__} runs on its tokenizers backend",
                               stacklevel=4)

@@ -379,3 +379,26 @@ def test_bytes_without_a_token():
     texts = ["a\x03b", "\x03\x04\x05", "word\x0bword \x11\x13x", "ok \x1c\x1d\x1e done", "\x03" * 40 + "tail",
              "日本\x17語", "x\x03" * 30]
     check_texts(ours, ref, texts, "falcon control bytes")
+
+
+def test_floats_are_read_as_tokenizers_reads_them():
+    """Unigram scores decide Viterbi ties to the last bit, and tokenizers' JSON reader is not
+    correctly rounded: tokenizers_float must give back exactly the values tokenizers holds (its
+    to_str() writes them so that a correctly rounded reading recovers them)."""
+    import struct
+
+    tokenizers = require_module("tokenizers")
+    from crayon_hf.conversion.hf_json import tokenizers_float
+
+    rng = random.Random(5)
+    texts = [repr(struct.unpack("f", struct.pack("f", -rng.random() * 30))[0]) for _ in range(2000)]
+    texts += [repr(-rng.random() * 10**rng.randint(-8, 8)) for _ in range(500)]
+    texts += ["0", "-0.0", "-1e-5", "-2.5E3", "0.1", "-3.4028234663852886e+38", "-0.000001234567890123456789",
+              "-123456789012345678901234.5", "-1.7976931348623157e308", "4.9e-324", "-12.000000000000000000001"]
+    vocab = [[f"t{i}", json.loads(t)] for i, t in enumerate(texts)]
+    body = ",".join(f'["t{i}", {t}]' for i, t in enumerate(texts))
+    source = json.dumps({"model": {"type": "Unigram", "unk_id": 0, "vocab": vocab}}).replace(
+        json.dumps(vocab), f"[{body}]")
+    held = json.loads(tokenizers.Tokenizer.from_str(source).to_str())["model"]["vocab"]
+    assert [tokenizers_float(t) for t in texts] == [score for _, score in held]
+    assert any(float(t) != score for t, (_, score) in zip(texts, held)), "the case this exists for"
