@@ -14,7 +14,7 @@ fresh process (import + load).
     python benchmarks/bench.py                       # all tiktoken vocabularies, default corpora
     python benchmarks/bench.py --vocab cl100k_base --corpus en_gutenberg_big.txt --reps 3
     python benchmarks/bench.py --isolated            # also each library alone in its own process
-    python benchmarks/bench.py --hf                  # crayon_hf.Tokenizer vs tokenizers, byte-level folders
+    python benchmarks/bench.py --hf                  # crayon_hf.Tokenizer vs tokenizers, every HF folder
     python benchmarks/bench.py --hf --folder gpt2 --corpus en_gutenberg_big.txt --reps 3
     python benchmarks/bench.py --transformers        # CrayonTokenizer vs the stock transformers tokenizer
 
@@ -47,10 +47,12 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 DEFAULT_CORPORA = ["en_gutenberg_big.txt", "code_python_stdlib.txt", "zh_hongloumeng.txt", "multi_udhr_scripts.txt"]
 VOCABS = ["r50k_base", "cl100k_base", "o200k_base", "llama3"]
-HF_FOLDERS = ["gpt2", "roberta_base", "gpt_neox_20b", "phi2", "falcon", "llama3_1", "qwen2_5", "deepseek_v3", "clip",
-              "whisper_large_v3"]
-TRANSFORMERS_FOLDERS = HF_FOLDERS + ["bert_base_uncased", "t5_small", "xlm_roberta_paraphrase_mpnet", "mistral_v0_1",
-                                     "phi3_mini", "gemma"]
+BYTE_LEVEL_FOLDERS = ["gpt2", "roberta_base", "gpt_neox_20b", "phi2", "falcon", "llama3_1", "qwen2_5", "deepseek_v3",
+                      "clip", "whisper_large_v3"]
+# SentencePiece-style BPE, WordPiece, Unigram.
+FAMILY_FOLDERS = ["mistral_v0_1", "phi3_mini", "gemma", "bert_base_uncased", "t5_small", "xlm_roberta_paraphrase_mpnet"]
+HF_FOLDERS = BYTE_LEVEL_FOLDERS + FAMILY_FOLDERS
+TRANSFORMERS_FOLDERS = HF_FOLDERS
 DOC_BYTES = 16 * 1024
 
 
@@ -691,7 +693,7 @@ def main() -> None:
     p.add_argument("--slice-bytes", type=int, default=256 << 10, help="bytes of new text per pass (default 256 KiB)")
     p.add_argument("--no-pin", action="store_true", help="do not pin the process to one core")
     p.add_argument("--isolated", action="store_true", help="also run each library alone in its own process")
-    p.add_argument("--hf", action="store_true", help="crayon_hf.Tokenizer vs tokenizers on the byte-level tokenizer.json folders")
+    p.add_argument("--hf", action="store_true", help="crayon_hf.Tokenizer vs tokenizers on every tokenizer.json folder")
     p.add_argument("--folder", action="append", choices=TRANSFORMERS_FOLDERS,
                    help="with --hf or --transformers: only these folders")
     p.add_argument("--transformers", action="store_true", help="CrayonTokenizer vs the stock transformers tokenizer")
