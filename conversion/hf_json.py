@@ -420,7 +420,9 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         plan.decode_bytes = [None if t is None else (_to_bytes(t) if _to_bytes(t) is not None else _utf8(t))
                              for t in by_id]
     if plan.kind == "unigram" and plan.scores is not None:
-        plan.scores += [0.0] * (n_ids - len(plan.scores))
+        # Added tokens past the model's vocabulary have no score; +inf keeps them out of the
+        # minimum the unk score derives from (they are never in the trie).
+        plan.scores += [float("inf")] * (n_ids - len(plan.scores))
     return plan
 
 
