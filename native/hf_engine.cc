@@ -580,8 +580,27 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
     const auto* bytes = reinterpret_cast<const uint8_t*>(text.data()) + p.start;
     const size_t n = p.end - p.start;
     tokens.clear();
-    const bool rewrite = p.prefix || (metaspace && std::memchr(bytes, ' ', n) != nullptr);
-    if (!rewrite) {
+    const bool spaces = metaspace && std::memchr(bytes, ' ', n) != nullptr;
+    if (p.prefix && !spaces) {
+      // The common Metaspace piece (a word after WhitespaceSplit): r + the piece, whose byte k >= |r|
+      // is the piece's byte k - |r| and whose prefix bytes stand for the first character.
+      scratch.assign(r);
+      scratch.append(reinterpret_cast<const char*>(bytes), n);
+      model.encode_word(reinterpret_cast<const uint8_t*>(scratch.data()), scratch.size(), tokens);
+      const uint32_t shift = static_cast<uint32_t>(r.size());
+      auto at = [&](uint32_t k) { return k < shift ? p.start : p.start + k - shift; };
+      for (const HfToken& t : tokens) {
+        if (t.end <= t.start || t.end > scratch.size()) continue;  // only a damaged model gets here
+        note_unk(t, scratch.data());
+        out.ids.push_back(t.id);
+        out.starts.push_back(where.start_of(at(t.start)));
+        out.ends.push_back(where.end_of(at(t.end - 1)));
+        out.words.push_back(word);
+      }
+      ++word;
+      continue;
+    }
+    if (!p.prefix && !spaces) {
       model.encode_word(bytes, n, tokens);
       for (const HfToken& t : tokens) {
         note_unk(t, text.data() + p.start);
