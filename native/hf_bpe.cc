@@ -1,7 +1,6 @@
 #include "hf_bpe.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <queue>
 #include <stdexcept>
@@ -28,40 +27,6 @@ std::vector<HfMergeEntry> build_hf_merge_table(const std::vector<HfMerge>& merge
   return table;
 }
 
-namespace {
-
-// Per-thread cache of the merge loop's results for short pieces. Real text repeats its words, so
-// most pieces that are not whole tokens were already merged once by this thread. Entries carry
-// the model's id, so models never see each other's entries and nothing needs clearing.
-struct WordCacheEntry {
-  uint64_t owner = 0;  // 0: empty
-  uint8_t len = 0;
-  uint8_t n = 0;
-  uint8_t ends[6] = {};
-  uint8_t bytes[24] = {};
-  uint32_t ids[6] = {};
-};
-static_assert(sizeof(WordCacheEntry) == 64, "one cache line per entry");
-constexpr size_t kWordCacheSize = 4096;  // 256 KiB per thread
-
-uint64_t word_hash(const uint8_t* s, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t w = 0;
-    std::memcpy(&w, s + i, std::min<size_t>(8, n - i));
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-  }
-  return h;
-}
-
-uint64_t new_cache_owner() {
-  static std::atomic<uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-}  // namespace
-
 HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64_t merge_capacity,
                        const uint8_t* self_encodes, uint32_t n_ids, HfBpeOptions options,
                        HfSegmentation segmentation)
@@ -70,8 +35,7 @@ HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64
       merge_capacity_(merge_capacity),
       self_encodes_(self_encodes),
       n_ids_(n_ids),
-      options_(std::move(options)),
-      cache_owner_(new_cache_owner()) {
+      options_(std::move(options)) {
   plain_symbols_ = options_.prefix.empty() && options_.suffix.empty();
   for (int b = 0; b < 256; ++b) {
     const std::string byte(1, static_cast<char>(b));
@@ -176,42 +140,13 @@ void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken
 
 void HfBpeModel::encode_cached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
   if (n == 0) return;
+  auto uncached = [this](const uint8_t* p, size_t k, std::vector<HfToken>& o) { encode_word_uncached(p, k, o); };
   // The backtracking encoder is faster than a cache probe (measured); the cache serves the merge
   // loop and the whole-token lookups in front of it.
-  if (n > sizeof(WordCacheEntry::bytes) || fast_ != nullptr) {
-    encode_word_uncached(piece, n, out);
-    return;
-  }
-  thread_local std::vector<WordCacheEntry> tl_cache;
-  std::vector<WordCacheEntry>& cache = tl_cache;
-  if (cache.empty()) cache.resize(kWordCacheSize);
-  WordCacheEntry& e = cache[(word_hash(piece, n) ^ cache_owner_) & (kWordCacheSize - 1)];
-  if (e.owner == cache_owner_ && e.len == n && std::memcmp(e.bytes, piece, n) == 0) {
-    uint32_t start = 0;
-    for (uint8_t i = 0; i < e.n; ++i) {
-      out.push_back(HfToken{e.ids[i], start, e.ends[i]});
-      start = e.ends[i];
-    }
-    return;
-  }
-  const size_t first = out.size();
-  encode_word_uncached(piece, n, out);
-  // Cache results that fit and tile the piece (no dropped bytes).
-  const size_t count = out.size() - first;
-  if (count == 0 || count > 6) return;
-  uint32_t expect = 0;
-  for (size_t i = first; i < out.size(); ++i) {
-    if (out[i].start != expect) return;
-    expect = out[i].end;
-  }
-  if (expect != n) return;
-  e.owner = cache_owner_;
-  e.len = static_cast<uint8_t>(n);
-  e.n = static_cast<uint8_t>(count);
-  std::memcpy(e.bytes, piece, n);
-  for (size_t i = 0; i < count; ++i) {
-    e.ids[i] = out[first + i].id;
-    e.ends[i] = static_cast<uint8_t>(out[first + i].end);
+  if (fast_ != nullptr) {
+    uncached(piece, n, out);
+  } else {
+    cache_.encode(piece, n, out, uncached);
   }
 }
 

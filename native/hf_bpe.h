@@ -55,6 +55,7 @@
 
 #include "double_array.h"
 #include "hf_model.h"
+#include "word_cache.h"
 
 namespace crayon {
 
@@ -154,7 +155,7 @@ class HfBpeModel final : public HfModel {
   uint32_t n_ranks_ = 0;
   bool fast_needs_check_ = false;  // some byte has no token: scan pieces for one first
   bool byte_missing_[256] = {};
-  uint64_t cache_owner_ = 0;   // tags this model's entries in the per-thread word cache
+  WordCache<4096> cache_;      // 256 KiB per thread
   bool plain_symbols_ = true;  // no prefix and no suffix: the shortcut tables apply
   // Symbol id of a byte by position in the piece: [0] only byte, [1] first, [2] middle, [3] last.
   int32_t symbol_[4][256];

@@ -56,31 +56,13 @@ inline Char char_at(const std::string& s, size_t i) {
   return {d.cp, d.len};
 }
 
+// A char of the rewritten text: a code point, or a raw byte carried through (kRawByte | byte).
 inline int encode(uint32_t cp, char* out) {
   if (cp & kRawByte) {
     out[0] = static_cast<char>(cp & 0xFF);
     return 1;
   }
-  if (cp < 0x80) {
-    out[0] = static_cast<char>(cp);
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = static_cast<char>(0xC0 | (cp >> 6));
-    out[1] = static_cast<char>(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = static_cast<char>(0xE0 | (cp >> 12));
-    out[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = static_cast<char>(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = static_cast<char>(0xF0 | (cp >> 18));
-  out[1] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = static_cast<char>(0x80 | (cp & 0x3F));
-  return 4;
+  return utf8::encode(cp, out);
 }
 
 inline uint8_t ccc(uint32_t cp) { return static_cast<uint8_t>(nt::props(cp) & 0xFF); }

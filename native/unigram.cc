@@ -1,7 +1,6 @@
 #include "unigram.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -24,40 +23,10 @@ struct Best {
 // Bytes of the character led by `lead` (1 for a stray continuation byte, as a scanner must move).
 size_t char_len(uint8_t lead) { return lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
 
-// Per-thread cache of whole results for short pieces whose tokens tile the piece (no byte
-// fallback run, which repeats offsets). Entries carry the model's tag, so models never see each
-// other's entries and nothing needs clearing.
-struct WordCacheEntry {
-  uint64_t owner = 0;  // 0: empty
-  uint8_t len = 0;
-  uint8_t n = 0;
-  uint8_t ends[6] = {};
-  uint8_t bytes[24] = {};
-  uint32_t ids[6] = {};
-};
-static_assert(sizeof(WordCacheEntry) == 64, "one cache line per entry");
-constexpr size_t kWordCacheSize = 16384;  // 1 MiB per thread
-
-uint64_t word_hash(const uint8_t* s, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t w = 0;
-    std::memcpy(&w, s + i, std::min<size_t>(8, n - i));
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-  }
-  return h;
-}
-
-uint64_t new_cache_owner() {
-  static std::atomic<uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ull;
-}
-
 }  // namespace
 
 UnigramModel::UnigramModel(DoubleArrayView vocab, const double* scores, uint32_t n_ids, UnigramOptions options)
-    : vocab_(vocab), scores_(scores), n_ids_(n_ids), options_(options), cache_owner_(new_cache_owner()) {
+    : vocab_(vocab), scores_(scores), n_ids_(n_ids), options_(options) {
   if (options_.unk_id < -1 || (options_.unk_id >= 0 && static_cast<uint32_t>(options_.unk_id) >= n_ids_)) {
     throw std::invalid_argument("Unigram: unk_id is not a vocabulary id");
   }
@@ -103,39 +72,8 @@ void UnigramModel::emit_unknown(const uint8_t* piece, uint32_t start, uint32_t e
 }
 
 void UnigramModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
-  if (n > sizeof(WordCacheEntry::bytes)) {
-    encode_word_uncached(piece, n, out);
-    return;
-  }
-  thread_local std::vector<WordCacheEntry> tl_cache;
-  std::vector<WordCacheEntry>& cache = tl_cache;
-  if (cache.empty()) cache.resize(kWordCacheSize);
-  WordCacheEntry& e = cache[(word_hash(piece, n) ^ cache_owner_) & (kWordCacheSize - 1)];
-  if (e.owner == cache_owner_ && e.len == n && std::memcmp(e.bytes, piece, n) == 0) {
-    uint32_t start = 0;
-    for (uint8_t i = 0; i < e.n; ++i) {
-      out.push_back({e.ids[i], start, e.ends[i]});
-      start = e.ends[i];
-    }
-    return;
-  }
-  const size_t first = out.size();
-  encode_word_uncached(piece, n, out);
-  const size_t count = out.size() - first;
-  if (count > sizeof(e.ids) / sizeof(e.ids[0])) return;
-  uint32_t start = 0;
-  for (size_t i = first; i < out.size(); ++i) {
-    if (out[i].start != start) return;  // byte fallback: offsets repeat
-    start = out[i].end;
-  }
-  e.owner = cache_owner_;
-  e.len = static_cast<uint8_t>(n);
-  e.n = static_cast<uint8_t>(count);
-  std::memcpy(e.bytes, piece, n);
-  for (size_t i = 0; i < count; ++i) {
-    e.ids[i] = out[first + i].id;
-    e.ends[i] = static_cast<uint8_t>(out[first + i].end);
-  }
+  // Results with a byte-fallback run (repeated offsets) are not kept.
+  cache_.encode(piece, n, out, [this](const uint8_t* p, size_t k, std::vector<HfToken>& o) { encode_word_uncached(p, k, o); });
 }
 
 void UnigramModel::encode_word_uncached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {

@@ -51,6 +51,7 @@
 
 #include "double_array.h"
 #include "hf_model.h"
+#include "word_cache.h"
 
 namespace crayon {
 
@@ -97,7 +98,7 @@ class UnigramModel final : public HfModel {
   double min_score_ = 0;
   double unk_score_ = 0;
   int64_t byte_id_[256];     // id of "<0xXX>" per byte, -1 when absent
-  uint64_t cache_owner_ = 0;
+  WordCache<16384> cache_;  // 1 MiB per thread
 };
 
 }  // namespace crayon

@@ -48,6 +48,30 @@ inline Decoded decode(const uint8_t* p, const uint8_t* end) {
   return {kInvalid, 1};
 }
 
+// Writes the UTF-8 of code point cp (<= 0x10FFFF) to out; returns its length (1..4).
+inline int encode(uint32_t cp, char* out) {
+  if (cp < 0x80) {
+    out[0] = static_cast<char>(cp);
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = static_cast<char>(0xC0 | (cp >> 6));
+    out[1] = static_cast<char>(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = static_cast<char>(0xE0 | (cp >> 12));
+    out[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = static_cast<char>(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = static_cast<char>(0xF0 | (cp >> 18));
+  out[1] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+  out[2] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+  out[3] = static_cast<char>(0x80 | (cp & 0x3F));
+  return 4;
+}
+
 // Unicode White_Space, which is what Rust's char::is_whitespace tests (used by tokenizers for
 // added-token lstrip/rstrip and by tiktoken's encode_with_unstable).
 inline bool is_white_space(uint32_t cp) {
