@@ -1,7 +1,7 @@
 """One way to name a tokenizer, shared by the command line and the Python API.
 
 ``--tokenizer`` takes a bundled encoding name (``cl100k_base``), a cartridge, a tiktoken rank
-file, a tokenizer.json, or a HuggingFace tokenizer folder (one holding tokenizer.json). Files are
+file, a tokenizer.json, a SentencePiece ``.model``, or a HuggingFace tokenizer folder (one holding tokenizer.json). Files are
 recognised by their content, never their extension.
 """
 
@@ -14,7 +14,8 @@ from crayon_hf.tiktoken._encodings import BUNDLED
 
 def load_tokenizer(spec: str, *, pattern: str | None = None):
     """A ``crayon_hf.tiktoken.Encoding`` for a name, rank file or tiktoken cartridge; a
-    ``crayon_hf.Tokenizer`` for a tokenizer.json, a folder with one, or a tokenizer.json cartridge."""
+    ``crayon_hf.Tokenizer`` for a tokenizer.json, a folder with one, a SentencePiece model, or a
+    tokenizer.json cartridge."""
     from crayon_hf.conversion.sniff import FileKind, sniff_file
     from crayon_hf.tiktoken import Encoding, get_encoding
 
@@ -30,7 +31,7 @@ def load_tokenizer(spec: str, *, pattern: str | None = None):
             raise ValueError(f"--tokenizer {spec!r} is a directory without a tokenizer.json")
         spec = inner
     kind = sniff_file(spec)
-    if kind is FileKind.TOKENIZER_JSON:
+    if kind in (FileKind.TOKENIZER_JSON, FileKind.SENTENCEPIECE):
         from crayon_hf.tokenizer import Tokenizer
 
         return Tokenizer.from_file(spec)
@@ -55,5 +56,5 @@ def load_tokenizer(spec: str, *, pattern: str | None = None):
         return Encoding.from_cartridge(cached)
     raise ValueError(
         f"--tokenizer {spec!r} is a {kind.value}; this version of crayon-hf reads cartridges, tiktoken "
-        "rank files, tokenizer.json files and bundled encoding names"
+        "rank files, tokenizer.json files, SentencePiece models and bundled encoding names"
     )

@@ -129,7 +129,15 @@ class Tokenizer:
         from crayon_hf.conversion.sentencepiece import convert_model, looks_like_model
 
         if looks_like_model(data[:4096]):
-            return cls.from_buffer(convert_model(data, str(p)).encode("utf-8"), source=str(p))
+            # The converted tokenizer.json is kept by the model's hash: converting a large model
+            # (XLM-R's 250k pieces) takes seconds, loading its cartridge milliseconds.
+            converted = cache_dir() / f"spm-{hashlib.sha256(data).hexdigest()[:32]}-g{_CACHE_GENERATION}.json"
+            try:
+                text = converted.read_bytes()
+            except OSError:
+                text = convert_model(data, str(p)).encode("utf-8")
+                atomic_write(converted, text)
+            return cls.from_buffer(text, source=str(p))
         return cls.from_buffer(data, source=str(p))
 
     @classmethod

@@ -701,3 +701,19 @@ def test_flag_variants_follow_sentencepiece(variant, model_bytes):
             assert "".join(mine) == "".join(theirs), (variant, line[:60], mine[:8], theirs[:8])
             assert sum(scores[t] for t in mine) == pytest.approx(sum(scores[t] for t in theirs), abs=1e-4), \
                 (variant, line[:60], mine[:8], theirs[:8])
+
+
+
+@pytest.mark.parametrize("name", ["t5"])
+def test_encode_command_takes_a_model_file(name, model_dir, tmp_path, capsys):
+    """`crayon encode --tokenizer x.model` converts (once, then from the cache) and encodes."""
+    from crayon_hf import Tokenizer, cli
+
+    model = model_dir(name) / "tokenizer.model"
+    doc = tmp_path / "doc.txt"
+    text = "Hello world, this is a test.\nSecond line with numbers 12345."
+    doc.write_text(text, encoding="utf-8")
+    assert cli.main(["encode", "--tokenizer", str(model), str(doc)]) == 0
+    printed = capsys.readouterr().out.split()
+    expected = Tokenizer.from_file(model).encode(text, add_special_tokens=False).ids
+    assert [int(x) for x in printed[: len(expected)]] == expected
