@@ -41,7 +41,8 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 NATIVE = ["qwen2_5", "gpt2", "bert_base_uncased", "t5_small"]
-# bert_base_uncased behind an Nmt normalizer, which the engine does not run: the fallback path.
+# bert_base_uncased's tokenizer.json behind an Nmt normalizer, which the engine does not run, loaded
+# as a plain TokenizersBackend (BertTokenizer would rebuild its own normalizer): the fallback path.
 FALLBACK = ["bert_nmt"]
 CARTRIDGE = "crayon.dat"
 REMOTE_CODE = "crayon_tokenizer.py"
@@ -69,11 +70,12 @@ def folder(name: str) -> Path:
     if not _FALLBACK_DIR:
         source = require_shared(VOCAB / "hf" / "bert_base_uncased")
         target = Path(tempfile.mkdtemp(prefix="crayon-bert-nmt-"))
-        for f in source.iterdir():
-            shutil.copy(f, target / f.name)
         data = json.loads((source / "tokenizer.json").read_text(encoding="utf-8"))
         data["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Nmt"}, data["normalizer"]]}
         (target / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+        config = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+        (target / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
         _FALLBACK_DIR.append(target)
     return _FALLBACK_DIR[0]
 
@@ -665,8 +667,14 @@ def test_pickle_roundtrip(name):
     assert type(back).__name__ == type(tok).__name__
     assert isinstance(back, CrayonTokenizer) and isinstance(back, type(ref))
     assert back.crayon_backend == "native"
-    assert back._crayon._cartridge_path == tok._crayon._cartridge_path  # mapped, not recompiled
-    assert_same_outputs(back, ref, f"{name} unpickled")
+    ref_back = pickle.loads(ref_data)
+    if ref_back.backend_tokenizer.to_str() == ref.backend_tokenizer.to_str():
+        assert back._crayon._cartridge_path == tok._crayon._cartridge_path  # mapped, not recompiled
+    else:
+        # tokenizers itself does not keep float bits through a pickle (it re-reads the JSON of its
+        # Unigram scores without correct rounding): the child follows its own backend, recompiled.
+        assert back._crayon._cartridge_path != tok._crayon._cartridge_path
+    assert_same_outputs(back, ref_back, f"{name} unpickled")
 
 
 def test_unpickle_recompiles_when_cartridge_is_gone(tmp_path, monkeypatch):
@@ -757,7 +765,7 @@ def test_threads_with_different_lengths_do_not_interfere():
 
 
 def test_patch_and_unpatch_transformers(saved, unpatched):
-    refs = {name: stock(name) for name in ("qwen2_5", "gpt2", "bert_base_uncased")}  # loaded unpatched
+    refs = {name: stock(name) for name in ("qwen2_5", "gpt2", "bert_nmt")}  # loaded unpatched
     patch_transformers()
     for name in ("qwen2_5", "gpt2"):
         tok = AutoTokenizer.from_pretrained(folder(name))
@@ -765,10 +773,10 @@ def test_patch_and_unpatch_transformers(saved, unpatched):
         assert type(tok).__name__ == f"Crayon{type(refs[name]).__name__}"
         assert tok.crayon_backend == "native"
         assert_same_outputs(tok, refs[name], f"{name} after patch_transformers()")
-    fallback = AutoTokenizer.from_pretrained(folder("bert_base_uncased"))
-    assert isinstance(fallback, CrayonTokenizer) and isinstance(fallback, type(refs["bert_base_uncased"]))
+    fallback = AutoTokenizer.from_pretrained(folder("bert_nmt"))
+    assert isinstance(fallback, CrayonTokenizer) and isinstance(fallback, type(refs["bert_nmt"]))
     assert fallback.crayon_backend.startswith("fallback: ")
-    assert_same_outputs(fallback, refs["bert_base_uncased"], "bert_base_uncased after patch_transformers()")
+    assert_same_outputs(fallback, refs["bert_nmt"], "bert_nmt after patch_transformers()")
 
     unpatch_transformers()
     plain = AutoTokenizer.from_pretrained(folder("gpt2"))
