@@ -685,6 +685,17 @@ def plot(results: list[dict], info: dict, reference: str = "tiktoken", stem: str
     fig.savefig(RESULTS / f"{stem}.png", dpi=110)
 
 
+def _merged(previous: Path, results: list[dict], folders: list[str] | None) -> list[dict]:
+    """With --folder, the new rows replace those folders' rows in the committed results (kept in
+    their order); without it, the new results are the whole table."""
+    if not folders or not previous.exists():
+        return results
+    old = json.loads(previous.read_text())["results"]
+    fresh = {r.get("vocab", r.get("folder")): r for r in results}
+    merged = [fresh.pop(r.get("vocab", r.get("folder")), r) for r in old]
+    return merged + list(fresh.values())
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--vocab", action="append", choices=VOCABS)
@@ -710,7 +721,7 @@ def main() -> None:
         info = machine()
         info["versions"]["transformers"] = _version("transformers")
         results = [bench_transformers(f, args.reps) for f in args.folder or TRANSFORMERS_FOLDERS]
-        write_transformers_results(results, info)
+        write_transformers_results(_merged(RESULTS / "transformers.json", results, args.folder), info)
         print(f"wrote {RESULTS}/transformers.md, .json, .png")
         return
     if args.hf:
@@ -718,7 +729,7 @@ def main() -> None:
         os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")  # no second core inside one encode
         info = machine()
         results = [bench_hf(f, args.corpus or DEFAULT_CORPORA, args.reps, args.slice_bytes) for f in args.folder or HF_FOLDERS]
-        write_hf_results(results, info)
+        write_hf_results(_merged(RESULTS / "tokenizers.json", results, args.folder), info)
         print(f"wrote {RESULTS}/tokenizers.md, .json, .png")
         return
     if not args.no_pin and hasattr(os, "sched_setaffinity"):

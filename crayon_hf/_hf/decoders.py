@@ -13,6 +13,8 @@ plain literals), Strip, Fuse, ByteFallback, Metaspace, WordPiece, BPEDecoder, CT
 
 from __future__ import annotations
 
+import functools
+
 import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
@@ -155,15 +157,20 @@ def _byte_token(token: str) -> int | None:
     return int(digits, 16)
 
 
+_byte_token_cached = functools.lru_cache(maxsize=1024)(_byte_token)
+
+
 class ByteFallbackDecoder(Decoder):
     """Runs of `<0xHH>` tokens become the string they encode, or one U+FFFD per byte when the
     run is not valid UTF-8 as a whole."""
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
+        if "<0x" not in "".join(tokens):
+            return tokens  # no token can start with "<0x": nothing to do
         out: list[str] = []
         run = bytearray()
         for token in tokens:
-            b = _byte_token(token) if token.startswith("<0x") else None
+            b = _byte_token_cached(token) if token[:3] == "<0x" else None
             if b is not None:
                 run.append(b)
                 continue
