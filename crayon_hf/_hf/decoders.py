@@ -158,6 +158,7 @@ def _byte_token(token: str) -> int | None:
 
 
 _byte_token_cached = functools.lru_cache(maxsize=1024)(_byte_token)
+_CANONICAL_BYTE_TOKENS = {f"<0x{b:02X}>": b for b in range(256)}
 
 
 class ByteFallbackDecoder(Decoder):
@@ -169,8 +170,11 @@ class ByteFallbackDecoder(Decoder):
             return tokens  # no token can start with "<0x": nothing to do
         out: list[str] = []
         run = bytearray()
+        canonical = _CANONICAL_BYTE_TOKENS
         for token in tokens:
-            b = _byte_token_cached(token) if token[:3] == "<0x" else None
+            b = canonical.get(token)
+            if b is None and token[:3] == "<0x":
+                b = _byte_token_cached(token)  # other spellings: lowercase hex, a '+' sign
             if b is not None:
                 run.append(b)
                 continue
