@@ -60,6 +60,20 @@ HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64
     for (int c = 0; c < 128; ++c) {
       ascii_cut_[c] = symbol_[1][c] >= 0 && !std::binary_search(seg_.glue, seg_.glue + seg_.n_glue, uint32_t(c));
     }
+    // Tokens some merge uses (as either side); an ASCII character whose one symbol is none of them
+    // never merges with anything. An unknown one without byte fallback would become unk, whose
+    // fusion with its neighbours a cut would change: those stay uncut.
+    std::vector<bool> merged(n_ids_, false);
+    for (uint64_t i = 0; i < merge_capacity_; ++i) {
+      const HfMergeEntry& e = merges_[i];
+      if (e.rank == HfMergeEntry::kEmpty) continue;
+      if (e.left < n_ids_) merged[e.left] = true;
+      if (e.right < n_ids_) merged[e.right] = true;
+    }
+    for (int c = 0; c < 128; ++c) {
+      const int32_t symbol = symbol_[1][c] >= 0 ? symbol_[1][c] : byte_token_[c];
+      ascii_inert_[c] = symbol >= 0 && !merged[static_cast<uint32_t>(symbol)];
+    }
   }
 }
 
@@ -113,29 +127,31 @@ void HfBpeModel::encode_word(const uint8_t* piece, size_t n, std::vector<HfToken
     encode_cached(piece, n, out);
     return;
   }
-  // Words of a sentence: cut before every U+2581 (E2 96 81) that nothing merges across.
+  // Words of a sentence: cut before every U+2581 (E2 96 81) that nothing merges across, and on
+  // both sides of every inert character.
   size_t start = 0;
-  for (size_t pos = 1; pos + 3 <= n;) {
-    const void* hit = std::memchr(piece + pos, 0xE2, n - 2 - pos);
-    if (hit == nullptr) break;
-    pos = static_cast<size_t>(static_cast<const uint8_t*>(hit) - piece);
-    if (piece[pos + 1] == 0x96 && piece[pos + 2] == 0x81 && cut_before(piece, pos)) {
-      const size_t first = out.size();
-      encode_cached(piece + start, pos - start, out);
-      for (size_t i = first; i < out.size(); ++i) {
-        out[i].start += static_cast<uint32_t>(start);
-        out[i].end += static_cast<uint32_t>(start);
-      }
-      start = pos;
+  auto emit = [&](size_t end) {
+    const size_t first = out.size();
+    encode_cached(piece + start, end - start, out);
+    for (size_t i = first; i < out.size(); ++i) {
+      out[i].start += static_cast<uint32_t>(start);
+      out[i].end += static_cast<uint32_t>(start);
     }
-    pos += 1;
+    start = end;
+  };
+  bool after_inert = false;  // the previous character is inert
+  for (size_t pos = 0; pos < n;) {
+    const uint8_t b = piece[pos];
+    const bool here_inert = inert(b);
+    if (pos > start && (here_inert || after_inert ||
+                        (b == 0xE2 && pos + 3 <= n && piece[pos + 1] == 0x96 && piece[pos + 2] == 0x81 &&
+                         cut_before(piece, pos)))) {
+      emit(pos);
+    }
+    after_inert = here_inert;
+    pos += b < 0x80 ? 1 : std::max<size_t>(1, utf8::decode(piece + pos, piece + n).len);
   }
-  const size_t first = out.size();
-  encode_cached(piece + start, n - start, out);
-  for (size_t i = first; i < out.size(); ++i) {
-    out[i].start += static_cast<uint32_t>(start);
-    out[i].end += static_cast<uint32_t>(start);
-  }
+  emit(n);
 }
 
 void HfBpeModel::encode_cached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {

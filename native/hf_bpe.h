@@ -23,10 +23,13 @@
 // starting with U+2581 only if the merge list has such a pair (A, B), A ending in c, B starting
 // with U+2581. When c is a known single-character token outside that "glue" set, nothing ever
 // merges across the boundary c|U+2581, so the sentence splits there into words whose results
-// concatenate to the sentence's (merge order within each word is unchanged). The cartridge stores
-// the glue set (HGLU); segmenting is off when characters can be dropped (no unk token and no
-// complete byte fallback: tokenizers then shifts every later offset of the sentence), with
-// ignore_merges, or with prefixes and suffixes.
+// concatenate to the sentence's (merge order within each word is unchanged). The same holds on
+// both sides of an "inert" ASCII character, one whose symbol (its token, or its <0xXX> byte token)
+// is in no merge at all: Llama 2's digits and its newline's <0x0A>, for instance, so numbers and
+// hard-wrapped lines do not glue words together. The cartridge stores the glue set (HGLU); inert
+// characters are found at load from the merge table. Segmenting is off when characters can be
+// dropped (no unk token and no complete byte fallback: tokenizers then shifts every later offset
+// of the sentence), with ignore_merges, or with prefixes and suffixes.
 //
 // Why this differs from tiktoken's BPE (bpe.h). tiktoken merges any adjacent pair whose
 // concatenation is a token, by that token's rank. `tokenizers` merges only the pairs listed in
@@ -118,6 +121,9 @@ class HfBpeModel final : public HfModel {
   // one word's tokens (no segmentation inside it).
   bool segments() const { return seg_.enabled; }
   bool may_end_word(const uint8_t* c, size_t n) const;
+  // Whether a word boundary may sit on either side of the character led by byte b (an inert
+  // ASCII character, see the top of this file); false for every non-ASCII lead byte.
+  bool inert(uint8_t b) const { return b < 0x80 && ascii_inert_[b]; }
   void encode_one_word(const uint8_t* word, size_t n, std::vector<HfToken>& out) const { encode_cached(word, n, out); }
   // The same without the per-thread word cache (nor segmentation).
   void encode_word_uncached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
@@ -155,7 +161,7 @@ class HfBpeModel final : public HfModel {
   uint32_t n_ranks_ = 0;
   bool fast_needs_check_ = false;  // some byte has no token: scan pieces for one first
   bool byte_missing_[256] = {};
-  WordCache<4096> cache_;      // 256 KiB per thread
+  WordCache<16384> cache_;     // 1 MiB per thread
   bool plain_symbols_ = true;  // no prefix and no suffix: the shortcut tables apply
   // Symbol id of a byte by position in the piece: [0] only byte, [1] first, [2] middle, [3] last.
   int32_t symbol_[4][256];
@@ -165,6 +171,7 @@ class HfBpeModel final : public HfModel {
   bool all_bytes_ = false;
   HfSegmentation seg_;
   bool ascii_cut_[128] = {};
+  bool ascii_inert_[128] = {};
 };
 
 // The glue set of a character vocabulary (see the top of this file): the last character of every

@@ -538,15 +538,19 @@ void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, s
     source.insert(source.end(), n, from);
   };
   if (p.prefix) append(r.data(), r.size(), p.start);
+  bool after_inert = p.prefix && model.inert(static_cast<uint8_t>(r[0]));  // buf's last character is inert
   for (uint32_t k = p.start; k < p.end;) {
     const bool space = text[k] == ' ';
     const uint32_t len = space ? 1 : utf8_length(static_cast<uint8_t>(text[k]));
     const uint32_t n = std::min<uint32_t>(len, p.end - k);
     const bool mark = space || (n == r.size() && text.compare(k, n, r) == 0);
-    if (mark && !buf.empty() &&
-        model.may_end_word(reinterpret_cast<const uint8_t*>(buf.data()) + last, buf.size() - last)) {
+    const bool here_inert = model.inert(static_cast<uint8_t>(space ? r[0] : text[k]));
+    if (!buf.empty() &&
+        (here_inert || after_inert ||
+         (mark && model.may_end_word(reinterpret_cast<const uint8_t*>(buf.data()) + last, buf.size() - last)))) {
       flush();
     }
+    after_inert = here_inert;
     if (space) append(r.data(), r.size(), k);
     else append(text.data() + k, n, k);
     k += n;
