@@ -22,10 +22,7 @@ Oracles:
 from __future__ import annotations
 
 import functools
-import os
 import random
-import shlex
-import shutil
 import struct
 import subprocess
 import sys
@@ -42,6 +39,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers  # noqa: E402
 
+from alignment_oracle import char_offsets, cxx_compiler  # noqa: E402
+from alignment_oracle import u32 as _u32  # noqa: E402
 from support import corpus_files, corpus_text, random_slices, short_docs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,10 +78,7 @@ def bert_normalizer(kind: int):
 # Building and running the driver
 # ------------------------------------------------------------------------------------------------
 def _compiler() -> list[str]:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-    if not cxx:
-        pytest.skip("no C++ compiler (g++, c++ or clang++) on PATH; set CXX to run the BERT component tests")
-    return shlex.split(cxx)
+    return cxx_compiler("the BERT component tests")
 
 
 def _start_build(out: Path, extra: list[str]) -> subprocess.Popen:
@@ -123,10 +119,6 @@ def driver(builds) -> Path:
 @pytest.fixture(scope="module")
 def driver_asan(builds) -> Path:
     return _finish(builds["asan"], True)
-
-
-def _u32(n: int) -> bytes:
-    return struct.pack("<I", n)
 
 
 def run_driver_raw(exe: Path, cases: list[tuple[int, bytes]]) -> list:
@@ -198,26 +190,6 @@ def reference_text(kind: int, text: str) -> str:
         if type(e).__name__ != "PanicException":
             raise
         return PANIC
-
-
-def char_offsets(original: str, align) -> list[tuple[int, int]]:
-    """Byte ranges of the original -> char offsets, by the rules of tokenizers'
-    BytesToCharOffsetConverter (a start past the map stays in bytes; an end past it is one past the
-    last char)."""
-    raw = np.frombuffer(original.encode("utf-8"), dtype=np.uint8)
-    nbytes = len(raw)
-    if len(align) == 0:
-        return []
-    if nbytes == 0:
-        return [(int(a), int(b)) for a, b in align]
-    char_of = np.cumsum((raw & 0xC0) != 0x80) - 1
-    s = align[:, 0].astype(np.int64)
-    e = align[:, 1].astype(np.int64)
-    ok = s < nbytes
-    cs = np.where(ok, char_of[np.minimum(s, nbytes - 1)], s)
-    ce = np.where(e < nbytes, char_of[np.minimum(e, nbytes - 1)], char_of[np.maximum(e - 1, 0)] + 1)
-    ce = np.where(ok, ce, e)
-    return list(zip(cs.tolist(), ce.tolist()))
 
 
 def check_normalizer(exe: Path, cases: list[tuple[int, str]], what: str, alignments: bool = True) -> list:

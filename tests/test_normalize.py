@@ -18,11 +18,8 @@ Oracles:
 from __future__ import annotations
 
 import functools
-import os
 import random
 import re
-import shlex
-import shutil
 import struct
 import subprocess
 import sys
@@ -38,6 +35,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers  # noqa: E402
 
+from alignment_oracle import char_offsets, cxx_compiler  # noqa: E402
+from alignment_oracle import u32 as _u32  # noqa: E402
 from support import corpus_files, corpus_text, random_slices, short_docs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,10 +99,6 @@ def _per_char_tokenizer(steps):
     return tok
 
 
-def _u32(n: int) -> bytes:
-    return struct.pack("<I", n)
-
-
 def _pack_args(args: list[bytes]) -> bytes:
     return _u32(len(args)) + b"".join(_u32(len(a)) + a for a in args)
 
@@ -144,10 +139,7 @@ def byte_spans(pattern: str, text: str) -> list[tuple[int, int]]:
 # Building and running the driver
 # ------------------------------------------------------------------------------------------------
 def _compiler() -> list[str]:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-    if not cxx:
-        pytest.skip("no C++ compiler (g++, c++ or clang++) on PATH; set CXX to run the normalizer tests")
-    return shlex.split(cxx)
+    return cxx_compiler("the normalizer tests")
 
 
 def _build(out: Path, extra: list[str]) -> Path:
@@ -218,22 +210,6 @@ def run_driver(exe: Path, cases: list[tuple[tuple, str]], workdir: Path | None =
 # ------------------------------------------------------------------------------------------------
 # Comparing
 # ------------------------------------------------------------------------------------------------
-def char_offsets(original: str, align) -> list[tuple[int, int]]:
-    """Byte alignments -> char offsets, by the rules of tokenizers' BytesToCharOffsetConverter."""
-    raw = np.frombuffer(original.encode("utf-8"), dtype=np.uint8)
-    nbytes = len(raw)
-    if len(align) == 0:
-        return []
-    char_of = np.cumsum((raw & 0xC0) != 0x80) - 1  # char index of every byte
-    s = align[:, 0].astype(np.int64)
-    e = align[:, 1].astype(np.int64)
-    ok = s < nbytes  # start not in the map: offsets stay in bytes
-    cs = np.where(ok, char_of[np.minimum(s, nbytes - 1)] if nbytes else s, s)
-    end_in = e < nbytes
-    ce = np.where(end_in, char_of[np.minimum(e, nbytes - 1)] if nbytes else e,
-                  (char_of[np.maximum(e - 1, 0)] + 1) if nbytes else e)
-    ce = np.where(ok, ce, e)
-    return list(zip(cs.tolist(), ce.tolist()))
 
 
 def reference_offsets(steps, texts: list[str], zero_width: list[bool]) -> list[list[tuple[int, int]]]:

@@ -28,8 +28,6 @@ import functools
 import json
 import os
 import random
-import shlex
-import shutil
 import struct
 import subprocess
 import sys
@@ -46,6 +44,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers  # noqa: E402
 
+from alignment_oracle import char_offsets, cxx_compiler  # noqa: E402
+from alignment_oracle import u32 as _u32  # noqa: E402
 from support import ROOT, VOCAB, corpus_files, corpus_text, random_slices, require_shared, short_docs  # noqa: E402
 
 os.environ.setdefault("RUST_BACKTRACE", "0")  # tokenizers' panics are expected here; keep them short
@@ -171,10 +171,6 @@ def reference_normalizer(steps):
         return REJECTED
 
 
-def _u32(n: int) -> bytes:
-    return struct.pack("<I", n)
-
-
 def _args(args: list[bytes]) -> bytes:
     return _u32(len(args)) + b"".join(_u32(len(a)) + a for a in args)
 
@@ -200,10 +196,7 @@ def encode_cases(cases) -> bytes:
 # Building and running the driver
 # ------------------------------------------------------------------------------------------------
 def _compiler() -> list[str]:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-    if not cxx:
-        pytest.skip("no C++ compiler (g++, c++ or clang++) on PATH; set CXX to run the Precompiled tests")
-    return shlex.split(cxx)
+    return cxx_compiler("the Precompiled tests")
 
 
 FLAVOURS = {"O2": ["-O2"], "asan": ["-O1", "-g", "-fno-omit-frame-pointer", *SANITIZE]}
@@ -304,24 +297,6 @@ def reference_text(normalizer, text: str) -> str:
         if type(e).__name__ != "PanicException":
             raise
         return PANIC
-
-
-def char_offsets(original: str, align) -> list[tuple[int, int]]:
-    """Byte alignments -> char offsets, by the rules of tokenizers' BytesToCharOffsetConverter."""
-    raw = np.frombuffer(original.encode("utf-8"), dtype=np.uint8)
-    nbytes = len(raw)
-    if len(align) == 0:
-        return []
-    s = align[:, 0].astype(np.int64)
-    e = align[:, 1].astype(np.int64)
-    if nbytes == 0:
-        return list(zip(s.tolist(), e.tolist()))
-    char_of = np.cumsum((raw & 0xC0) != 0x80) - 1
-    ok = s < nbytes  # a start outside the map leaves the offsets in bytes
-    cs = np.where(ok, char_of[np.minimum(s, nbytes - 1)], s)
-    ce = np.where(e < nbytes, char_of[np.minimum(e, nbytes - 1)], char_of[np.maximum(e - 1, 0)] + 1)
-    ce = np.where(ok, ce, e)
-    return list(zip(cs.tolist(), ce.tolist()))
 
 
 @functools.lru_cache(maxsize=None)
