@@ -176,10 +176,7 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
 void emit_added(const AddedToken& t, std::string_view matched, uint32_t start, uint32_t end, RawEncoding& out,
                 uint32_t& word) {
   if (matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
-  out.ids.push_back(t.id);
-  out.starts.push_back(start);
-  out.ends.push_back(end);
-  out.words.push_back(word++);
+  out.push(t.id, start, end, word++);
 }
 
 }  // namespace
@@ -450,18 +447,12 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
     model_->encode_word(bytes + pos, end - pos, tokens);
     if (tokens.size() == 1 && tokens[0].start == 0 && tokens[0].end == end - pos) {
       // One token for the whole piece (pieces start and end on character boundaries).
-      out.ids.push_back(tokens[0].id);
-      out.starts.push_back(static_cast<uint32_t>(base + pos));
-      out.ends.push_back(static_cast<uint32_t>(base + end));
-      out.words.push_back(word++);
+      out.push(tokens[0].id, static_cast<uint32_t>(base + pos), static_cast<uint32_t>(base + end), word++);
       pos = end;
       continue;
     }
     for (const HfToken& t : tokens) {
-      out.ids.push_back(t.id);
-      out.starts.push_back(char_start(pos + t.start));
-      out.ends.push_back(char_end(pos + t.end - 1));
-      out.words.push_back(word);
+      out.push(t.id, char_start(pos + t.start), char_end(pos + t.end - 1), word);
     }
     ++word;
     pos = end;
@@ -502,8 +493,19 @@ void metaspace_split(const PreTokenizerStep& st, std::string_view text, const Al
   if (begin < p.end) next.push_back(Piece{begin, p.end, first && prefix});
 }
 
-// The model over the pieces of a pipeline without ByteLevel: the piece's UTF-8 as the model sees
-// it (Metaspace's replacement for spaces and prefix), offsets mapped back through `where`.
+// Tokens of a rewritten piece: token bytes [start, end) of `input` (what the model saw) come from
+// the normalized bytes source[start], ..., source[end - 1]. `unk_text`: see encode_text_pieces.
+void emit_rewritten(const std::vector<HfToken>& tokens, const char* input, const std::vector<uint32_t>& source,
+                    const Alignment& where, int64_t unk_text, uint32_t word, RawEncoding& out) {
+  for (const HfToken& t : tokens) {
+    if (t.end <= t.start || t.end > source.size()) continue;  // only a damaged model gets here
+    if (static_cast<int64_t>(t.id) == unk_text) {
+      out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), std::string(input + t.start, t.end - t.start));
+    }
+    out.push(t.id, where.start_of(source[t.start]), where.end_of(source[t.end - 1]), word);
+  }
+}
+
 // The SentencePiece shape (a character BPE that segments, behind Metaspace without split): the
 // model would cut the rewritten piece into words before U+2581 anyway, so build each word straight
 // from the text (a space or the prefix becomes the replacement) and hand it to the model whole.
@@ -522,13 +524,7 @@ void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, s
   auto flush = [&] {
     tokens.clear();
     model.encode_one_word(reinterpret_cast<const uint8_t*>(buf.data()), buf.size(), tokens);
-    for (const HfToken& t : tokens) {
-      if (t.end <= t.start || t.end > source.size()) continue;  // only a damaged model gets here
-      out.ids.push_back(t.id);
-      out.starts.push_back(where.start_of(source[t.start]));
-      out.ends.push_back(where.end_of(source[t.end - 1]));
-      out.words.push_back(word);
-    }
+    emit_rewritten(tokens, buf.data(), source, where, -1, word, out);
     buf.clear();
     source.clear();
   };
@@ -558,6 +554,8 @@ void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, s
   if (!buf.empty()) flush();
 }
 
+// The model over the pieces of a pipeline without ByteLevel: the piece's UTF-8 as the model sees
+// it (Metaspace's replacement for spaces and prefix), offsets mapped back through `where`.
 // `unk_text`: the unk id of a Unigram model, whose unk tokens show the text they cover (tokenizers'
 // Unigram::tokenize makes the token from the piece's string), -1 otherwise.
 void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace, int64_t unk_text, std::string_view text,
@@ -596,10 +594,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       for (const HfToken& t : tokens) {
         if (t.end <= t.start || t.end > scratch.size()) continue;  // only a damaged model gets here
         note_unk(t, scratch.data());
-        out.ids.push_back(t.id);
-        out.starts.push_back(where.start_of(at(t.start)));
-        out.ends.push_back(where.end_of(at(t.end - 1)));
-        out.words.push_back(word);
+        out.push(t.id, where.start_of(at(t.start)), where.end_of(at(t.end - 1)), word);
       }
       ++word;
       continue;
@@ -608,10 +603,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       model.encode_word(bytes, n, tokens);
       for (const HfToken& t : tokens) {
         note_unk(t, text.data() + p.start);
-        out.ids.push_back(t.id);
-        out.starts.push_back(where.start_of(p.start + t.start));
-        out.ends.push_back(where.end_of(p.start + t.end - 1));
-        out.words.push_back(word);
+        out.push(t.id, where.start_of(p.start + t.start), where.end_of(p.start + t.end - 1), word);
       }
       ++word;
       continue;
@@ -632,14 +624,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       }
     }
     model.encode_word(reinterpret_cast<const uint8_t*>(scratch.data()), scratch.size(), tokens);
-    for (const HfToken& t : tokens) {
-      if (t.end <= t.start || t.end > source.size()) continue;  // only a damaged model gets here
-      note_unk(t, scratch.data());
-      out.ids.push_back(t.id);
-      out.starts.push_back(where.start_of(source[t.start]));
-      out.ends.push_back(where.end_of(source[t.end - 1]));
-      out.words.push_back(word);
-    }
+    emit_rewritten(tokens, scratch.data(), source, where, unk_text, word, out);
     ++word;
   }
 }
@@ -792,10 +777,7 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
       // (tokenizers' NormalizedString::prepend; the character itself then shares it).
       const uint32_t first = p.start < text.size() ? p.start : p.start - 1;
       for (const HfToken& t : tokens) {
-        out.ids.push_back(t.id);
-        out.starts.push_back(p.prefix && t.start == 0 ? where.start_of(first) : where.start_of(p.start + t.start - shift));
-        out.ends.push_back(p.prefix && t.end == 1 ? where.end_of(first) : where.end_of(p.start + t.end - 1 - shift));
-        out.words.push_back(word);
+        out.push(t.id, p.prefix && t.start == 0 ? where.start_of(first) : where.start_of(p.start + t.start - shift), p.prefix && t.end == 1 ? where.end_of(first) : where.end_of(p.start + t.end - 1 - shift), word);
       }
       ++word;
     }

@@ -101,6 +101,12 @@ struct RawEncoding {
   std::vector<uint32_t> words;
   std::vector<std::pair<uint32_t, std::string>> token_text;  // (token index, string)
   void clear() { ids.clear(); starts.clear(); ends.clear(); words.clear(); token_text.clear(); }
+  void push(uint32_t id, uint32_t start, uint32_t end, uint32_t word) {
+    ids.push_back(id);
+    starts.push_back(start);
+    ends.push_back(end);
+    words.push_back(word);
+  }
 };
 
 // The model of a tokenizer.json cartridge.

@@ -43,3 +43,27 @@ def char_offsets(original: str, align) -> list[tuple[int, int]]:
     ce = np.where(e < nbytes, char_of[np.minimum(e, nbytes - 1)], char_of[np.maximum(e - 1, 0)] + 1)
     ce = np.where(ok, ce, e)
     return list(zip(cs.tolist(), ce.tolist()))
+
+
+def byte_level_tokenizer(normalizer):
+    """A tokenizer that shows a normalizer's alignments: ByteLevel(use_regex=False) over a BPE of
+    the 256 byte-level characters without merges gives one token per normalized byte, whose
+    offsets are that byte's alignment. (ByteLevel panics on a (0, 0) alignment: use
+    per_char_tokenizer there.)"""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(sorted(alphabet))}, merges=[]))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    return tok
+
+
+def per_char_tokenizer(normalizer):
+    """One token per normalized character (Split('(?m).') over a WordLevel of unk alone)."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("(?m)."), "isolated")
+    return tok

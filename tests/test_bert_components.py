@@ -37,9 +37,9 @@ np = pytest.importorskip("numpy")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers  # noqa: E402
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers  # noqa: E402
 
-from alignment_oracle import char_offsets, cxx_compiler  # noqa: E402
+from alignment_oracle import byte_level_tokenizer, char_offsets, cxx_compiler, per_char_tokenizer  # noqa: E402
 from alignment_oracle import u32 as _u32  # noqa: E402
 from support import corpus_files, corpus_text, random_slices, short_docs  # noqa: E402
 
@@ -160,19 +160,12 @@ def run_driver(exe: Path, cases: list[tuple[int, str]]) -> list:
 # ------------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _byte_level_tokenizer(kind: int):
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(sorted(alphabet))}, merges=[]))
-    tok.normalizer = bert_normalizer(kind)
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    return tok
+    return byte_level_tokenizer(bert_normalizer(kind))
 
 
 @functools.lru_cache(maxsize=None)
 def _per_char_tokenizer(kind: int):
-    tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
-    tok.normalizer = bert_normalizer(kind)
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("(?m)."), "isolated")
-    return tok
+    return per_char_tokenizer(bert_normalizer(kind))
 
 
 @functools.lru_cache(maxsize=None)

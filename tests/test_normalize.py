@@ -33,9 +33,9 @@ np = pytest.importorskip("numpy")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers  # noqa: E402
+from tokenizers import Regex, normalizers  # noqa: E402
 
-from alignment_oracle import char_offsets, cxx_compiler  # noqa: E402
+from alignment_oracle import byte_level_tokenizer, char_offsets, cxx_compiler, per_char_tokenizer  # noqa: E402
 from alignment_oracle import u32 as _u32  # noqa: E402
 from support import corpus_files, corpus_text, random_slices, short_docs  # noqa: E402
 
@@ -84,19 +84,12 @@ def reference_normalizer(steps):
 
 @functools.lru_cache(maxsize=None)
 def _byte_level_tokenizer(steps):
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(sorted(alphabet))}, merges=[]))
-    tok.normalizer = reference_normalizer(steps)
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    return tok
+    return byte_level_tokenizer(reference_normalizer(steps))
 
 
 @functools.lru_cache(maxsize=None)
 def _per_char_tokenizer(steps):
-    tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
-    tok.normalizer = reference_normalizer(steps)
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("(?m)."), "isolated")
-    return tok
+    return per_char_tokenizer(reference_normalizer(steps))
 
 
 def _pack_args(args: list[bytes]) -> bytes:

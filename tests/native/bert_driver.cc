@@ -33,8 +33,13 @@
 
 #include "bert.h"
 #include "normalize.h"
+#include "driver_io.h"
 
 namespace {
+
+using driver_io::Reader;
+using driver_io::read_file;
+using driver_io::put_u32;
 
 using crayon::BertNormalizerOptions;
 using crayon::NormalizedText;
@@ -43,34 +48,6 @@ using Pieces = std::vector<std::pair<uint32_t, uint32_t>>;
 constexpr uint32_t kPreTokenize = 256;
 constexpr uint32_t kPrependEmpty = 16;
 constexpr uint32_t kEmptySecond = 32;
-
-struct Reader {
-  std::string data;
-  size_t pos = 0;
-  bool at_end() const { return pos >= data.size(); }
-  uint32_t u32() {
-    if (pos + 4 > data.size()) throw std::runtime_error("truncated cases file");
-    uint32_t v;
-    std::memcpy(&v, data.data() + pos, 4);
-    pos += 4;
-    return v;
-  }
-  std::string bytes() {
-    const uint32_t n = u32();
-    if (pos + n > data.size()) throw std::runtime_error("truncated cases file");
-    std::string s = data.substr(pos, n);
-    pos += n;
-    return s;
-  }
-};
-
-std::string read_file(const char* path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(std::string("cannot open ") + path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
 
 BertNormalizerOptions options(uint32_t kind) {
   return BertNormalizerOptions{(kind & 1) != 0, (kind & 2) != 0, (kind & 4) != 0, (kind & 8) != 0};

@@ -40,46 +40,15 @@
 #include "unigram.h"
 #include "wordlevel.h"
 #include "wordpiece.h"
+#include "driver_io.h"
 
 namespace {
 
+using driver_io::Reader;
+using driver_io::read_file;
+using driver_io::put_u32;
+
 using crayon::HfToken;
-
-struct Reader {
-  std::string data;
-  size_t pos = 0;
-  bool at_end() const { return pos >= data.size(); }
-  void need(size_t n) const {
-    if (n > data.size() - pos) throw std::runtime_error("truncated input file");
-  }
-  uint32_t u32() {
-    need(4);
-    uint32_t v;
-    std::memcpy(&v, data.data() + pos, 4);
-    pos += 4;
-    return v;
-  }
-  double f64() {
-    need(8);
-    double v;
-    std::memcpy(&v, data.data() + pos, 8);
-    pos += 8;
-    return v;
-  }
-  std::string bytes() {
-    const uint32_t n = u32();
-    need(n);
-    std::string s = data.substr(pos, n);
-    pos += n;
-    return s;
-  }
-};
-
-std::string read_file(const char* path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(std::string("cannot open ") + path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
 
 std::vector<std::string> read_pieces(const char* path) {
   Reader r{read_file(path)};

@@ -26,41 +26,20 @@
 #include <vector>
 
 #include "normalize.h"
+#include "driver_io.h"
 
 namespace {
 
-using crayon::NormalizedText;
+using driver_io::Reader;
+using driver_io::read_file;
+using driver_io::put_u32;
 
-struct Reader {
-  std::string data;
-  size_t pos = 0;
-  bool at_end() const { return pos >= data.size(); }
-  uint32_t u32() {
-    if (pos + 4 > data.size()) throw std::runtime_error("truncated cases file");
-    uint32_t v;
-    std::memcpy(&v, data.data() + pos, 4);
-    pos += 4;
-    return v;
-  }
-  std::string bytes() {
-    const uint32_t n = u32();
-    if (pos + n > data.size()) throw std::runtime_error("truncated cases file");
-    std::string s = data.substr(pos, n);
-    pos += n;
-    return s;
-  }
-};
+using crayon::NormalizedText;
 
 struct Op {
   uint32_t kind;
   std::vector<std::string> args;
 };
-
-std::string read_file(const char* path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(std::string("cannot open ") + path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
 
 bool identity_claimed(uint32_t kind, const std::string& text) {
   switch (kind) {

@@ -34,8 +34,13 @@
 
 #include "normalize.h"
 #include "precompiled.h"
+#include "driver_io.h"
 
 namespace {
+
+using driver_io::Reader;
+using driver_io::read_file;
+using driver_io::put_u32;
 
 using crayon::NormalizedText;
 using crayon::PrecompiledNormalizer;
@@ -44,36 +49,10 @@ constexpr uint32_t kPanicMarker = 0xFFFFFFFFu;
 constexpr uint32_t kRejectedMarker = 0xFFFFFFFEu;
 constexpr uint32_t kPrecompiled = 100;
 
-struct Reader {
-  std::string data;
-  size_t pos = 0;
-  bool at_end() const { return pos >= data.size(); }
-  uint32_t u32() {
-    if (pos > data.size() || data.size() - pos < 4) throw std::runtime_error("truncated cases file");
-    uint32_t v;
-    std::memcpy(&v, data.data() + pos, 4);
-    pos += 4;
-    return v;
-  }
-  std::string bytes() {
-    const uint32_t n = u32();
-    if (data.size() - pos < n) throw std::runtime_error("truncated cases file");
-    std::string s = data.substr(pos, n);
-    pos += n;
-    return s;
-  }
-};
-
 struct Op {
   uint32_t kind;
   std::vector<std::string> args;
 };
-
-std::string read_file(const char* path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(std::string("cannot open ") + path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
 
 void apply_other(const Op& op, NormalizedText& t) {
   switch (op.kind) {
