@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import time
+from pathlib import Path
 from typing import Iterator, Sequence
 
 from crayon_hf import __version__
@@ -355,6 +356,42 @@ def cmd_encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Parity and speed side by side with the reference libraries (crayon_hf.bench)."""
+    from crayon_hf import bench
+    from crayon_hf.bench.measure import Config
+
+    if args.suite == (args.tokenizer is not None):
+        raise ValueError("name a --tokenizer, or run --suite (every shared vocabulary)")
+    if args.sample_mib <= 0 or args.batch_mib < 0 or args.reps < 1 or args.threads < 1:
+        raise ValueError("--sample-mib, --reps and --threads must be positive, --batch-mib not negative")
+    bench.set_threads(args.threads)
+    cfg = Config(reps=args.reps, batch_reps=args.batch_reps, sample_bytes=int(args.sample_mib * 2**20),
+                 batch_bytes=int(args.batch_mib * 2**20), threads=args.threads, cold_reps=args.cold_reps,
+                 memory=not args.no_memory, transformers=not args.no_transformers, max_length=args.max_length,
+                 pin=not args.no_pin)
+    if args.suite:
+        from crayon_hf.bench.suite import run_suite
+
+        shared = Path(args.shared or os.environ.get("CRAYON_SHARED") or "../shared")
+        if not (shared / "vocab").is_dir():
+            raise ValueError(f"--shared {shared}: no vocab/ folder (the shared vocabularies and corpora)")
+        readme = None if args.no_readme else Path(args.readme)
+        if readme is not None and not readme.exists():
+            raise ValueError(f"--readme {readme}: no such file (or pass --no-readme)")
+        run_suite(shared, Path(args.out or "benchmarks/results"), readme, cfg, args.only)
+        return 0
+    report = bench.run(args.tokenizer, args.corpus, pattern=args.pattern, out=args.out or "crayon-bench",
+                       config=cfg, jsonl_field=args.jsonl_field)
+    result = report["results"][0]
+    exact = all(e.get("parity", 1.0) == 1.0 for row in result["corpora"].values()
+                for label, e in row["libraries"].items() if label == "crayon-hf")
+    if not exact:
+        print("crayon bench: crayon-hf differs from the reference (see the first mismatch in bench.md)",
+              file=sys.stderr)
+    return 0 if exact else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="crayon", description="crayon-hf: exact, fast tokenization from cartridges")
     p.add_argument("--version", action="version", version=f"crayon-hf {__version__}")
@@ -396,6 +433,34 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", help="write all ids to OUT.npy (numpy uint32) or OUT.bin (raw little-endian uint32)")
     e.add_argument("--allowed-special", metavar="all|TOKEN,...", help="encode these special tokens as such")
     e.set_defaults(func=cmd_encode)
+
+    b = sub.add_parser("bench", help="token parity and speed against tokenizers, tiktoken, transformers (and tokie, "
+                       "fastokens when installed)")
+    b.add_argument("--tokenizer", help="bundled encoding name, tokenizer.json, HF folder, tiktoken rank file or cartridge")
+    b.add_argument("--pattern", help="split pattern for a rank file crayon-hf does not recognise")
+    b.add_argument("--corpus", action="append", metavar="FILE",
+                   help="plain text or JSONL (repeatable; default: a built-in multilingual sample). The first also "
+                   "feeds the batch and transformers measures")
+    b.add_argument("--jsonl-field", default="text", help="the text field of JSONL records (default: text)")
+    b.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads for batch encoding (default: all)")
+    b.add_argument("--out", help="results folder (default: ./crayon-bench; with --suite, benchmarks/results)")
+    b.add_argument("--reps", type=int, default=5, help="single-thread passes, each over new documents (default 5)")
+    b.add_argument("--batch-reps", type=int, default=3, help="batch passes, each over new documents (default 3)")
+    b.add_argument("--sample-mib", type=float, default=1.0, help="MiB of each corpus for the single-thread passes")
+    b.add_argument("--batch-mib", type=float, default=3.0, help="MiB of the first corpus for the batch passes")
+    b.add_argument("--cold-reps", type=int, default=5, help="fresh interpreters per library for the cold load (0: skip)")
+    b.add_argument("--no-memory", action="store_true", help="do not measure peak memory")
+    b.add_argument("--no-transformers", action="store_true", help="skip the transformers face")
+    b.add_argument("--max-length", type=int, default=128, help="max_length of the transformers call (default 128)")
+    b.add_argument("--no-pin", action="store_true", help="do not pin single-thread passes to one core")
+    b.add_argument("--suite", action="store_true",
+                   help="every vocabulary of --shared against every corpus; writes --out and README.md's summary")
+    b.add_argument("--shared", help="with --suite: the shared data folder (default: $CRAYON_SHARED or ../shared)")
+    b.add_argument("--only", action="append", metavar="NAME", help="with --suite: only these vocabularies, merged "
+                   "into the last results")
+    b.add_argument("--readme", default="README.md", help="with --suite: the README whose summary block is rewritten")
+    b.add_argument("--no-readme", action="store_true", help="with --suite: leave README.md alone")
+    b.set_defaults(func=cmd_bench)
     return p
 
 

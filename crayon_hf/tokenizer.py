@@ -33,6 +33,7 @@ from crayon_hf._hf.encoding import Encoding
 from crayon_hf._hf.errors import UnsupportedComponent
 from crayon_hf._hf.postprocess import PaddingParams, TruncationParams, pad_encodings, post_process
 from crayon_hf._hf.processors import build_post_processor
+from crayon_hf._threads import default_threads
 
 __all__ = ["Tokenizer", "AddedToken", "Encoding"]
 
@@ -560,7 +561,7 @@ class Tokenizer:
 
     def _encode_batch_with(self, input: Sequence[Any], is_pretokenized: bool, add_special_tokens: bool,
                            truncation: TruncationParams | None, padding: PaddingParams | None,
-                           encode_special: bool, num_threads: int = 0) -> list[Encoding]:
+                           encode_special: bool, num_threads: int | None = None) -> list[Encoding]:
         """encode_batch with explicit settings instead of this tokenizer's state (CrayonTokenizer
         calls it from several threads with per-call truncation and padding)."""
         items = list(input)
@@ -570,7 +571,8 @@ class Tokenizer:
 
             # The whole batch at once: one raw matrix (views per document), one offset trim.
             try:
-                results = self._engine.encode_batch(items, encode_special, num_threads)
+                threads = default_threads() if num_threads is None else num_threads
+                results = self._engine.encode_batch(items, encode_special, threads)
             except UnicodeEncodeError:
                 raise TypeError(_INPUT_ERROR[False]) from None
             raws = Encoding._from_native_batch(results, self._vocab_lazy)

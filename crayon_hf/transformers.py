@@ -47,6 +47,7 @@ except ImportError as e:  # not installed, or transformers 4 (no TokenizersBacke
 from crayon_hf import _transformers_hook as hook
 from crayon_hf._cache import atomic_write
 from crayon_hf._hf.batch import encode_singles
+from crayon_hf._threads import default_threads
 from crayon_hf._hf.encoding import ATTN, ID, SPECIAL, TYPE
 from crayon_hf._hf.postprocess import PaddingParams, TruncationParams
 
@@ -72,12 +73,6 @@ from crayon_hf.transformers import CrayonTokenizer as _CrayonTokenizer
 class CrayonTokenizer(_CrayonTokenizer):
     pass
 '''
-
-
-def _threads() -> int:
-    """0 (every core) unless TOKENIZERS_PARALLELISM turns parallelism off, as for tokenizers."""
-    value = os.environ.get("TOKENIZERS_PARALLELISM", "").strip().lower()
-    return 1 if value in ("0", "false", "off", "no", "n", "f") else 0
 
 
 class CrayonTokenizer(TokenizersBackend):
@@ -253,7 +248,7 @@ class CrayonTokenizer(TokenizersBackend):
         batch = None
         if not is_split_into_words and not return_overflowing_tokens and all(type(x) is str for x in items):
             batch = encode_singles(engine, items, add_special_tokens, truncation, padding, split_special_tokens,
-                                   _threads() if len(items) > 1 else 1)
+                                   default_threads() if len(items) > 1 else 1)
         if batch is not None:
             data = _arrays_to_data(batch, wanted, tensors)
             encodings: Any = batch.encodings
@@ -264,7 +259,7 @@ class CrayonTokenizer(TokenizersBackend):
             output = BatchEncoding(data, encodings, tensor_type=return_tensors, n_sequences=1)
         else:
             encodings = engine._encode_batch_with(items, is_split_into_words, add_special_tokens, truncation, padding,
-                                                  split_special_tokens, _threads())
+                                                  split_special_tokens, default_threads())
             output = self._encodings_to_batch(encodings, wanted, return_overflowing_tokens, max_length, verbose,
                                               return_tensors)
         if not is_batched and return_tensors is None and not return_overflowing_tokens:

@@ -1,0 +1,313 @@
+"""Writing results: a markdown table, a JSON file with the machine and library versions, PNG plots."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+from crayon_hf.bench.subjects import json_safe, versions
+
+# Colours by library: crayon-hf stands out, the references are grey, the optional ones muted.
+COLORS = {"crayon-hf": "#d9534f", "tokenizers": "#8c8c8c", "tiktoken": "#5f5f5f", "tokie": "#5b8cc0",
+          "fastokens": "#7fb77e", "CrayonTokenizer": "#d9534f", "transformers": "#8c8c8c"}
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    memory = None
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"date": time.strftime("%Y-%m-%d"), "cpu": cpu, "cores": usable, "memory_gib": memory,
+            "python": platform.python_version(), "platform": platform.platform(), "versions": versions()}
+
+
+def describe(info: dict) -> str:
+    mem = f", {info['memory_gib']:.0f} GiB" if info.get("memory_gib") else ""
+    return f"{info['date']}, {info['cpu']} ({info['cores']} cores{mem}), Python {info['python']}"
+
+
+def _ref_label(result: dict) -> str:
+    return next(k for k, v in result["libraries"].items() if v.get("role") == "reference")
+
+
+def _labels(result: dict) -> list[str]:
+    """Libraries that ran, crayon-hf first, then the reference, then the optional ones."""
+    order = {"crayon": 0, "reference": 1, "optional": 2}
+    ran = [k for k, v in result["libraries"].items() if v.get("status") == "ok"]
+    return sorted(ran, key=lambda k: order[result["libraries"][k]["role"]])
+
+
+def _mib(entry: dict | None, key: str = "encode_mib_s") -> str:
+    if not entry or key not in entry:
+        return "-"
+    s = entry[key]
+    return f"{s['median']:.1f} ({s['min']:.1f}-{s['max']:.1f})"
+
+
+def _ratio(a: dict | None, b: dict | None, key: str = "encode_mib_s") -> float | None:
+    if not a or not b or key not in a or key not in b or not b[key]["median"]:
+        return None
+    return a[key]["median"] / b[key]["median"]
+
+
+def _fmt_ratio(x: float | None) -> str:
+    return "-" if x is None else f"**{x:.1f}x**"
+
+
+def _pct(entry: dict | None) -> str:
+    return "-" if not entry or "parity" not in entry else f"{100 * entry['parity']:.1f}%"
+
+
+def summary_row(result: dict) -> dict:
+    """Per target: worst parity, encode/decode ratios over corpora (median, min, max), batch ratio."""
+    ref = _ref_label(result)
+    enc, dec, parity = [], [], []
+    for row in result["corpora"].values():
+        libs = row["libraries"]
+        ours = libs.get("crayon-hf")
+        if not ours or "encode_mib_s" not in ours:
+            continue
+        parity.append(ours.get("parity", 0.0))
+        if (x := _ratio(ours, libs.get(ref))) is not None:
+            enc.append(x)
+        if (x := _ratio(ours, libs.get(ref), "decode_mib_s")) is not None:
+            dec.append(x)
+    batch = result.get("batch", {}).get("libraries", {})
+    cold = result.get("cold", {})
+    tf = result.get("transformers") or {}
+    tf_ratio = None
+    if "libraries" in tf:
+        t = tf["libraries"]
+        tf_ratio = t["transformers"]["ms"]["median"] / t["CrayonTokenizer"]["ms"]["median"]
+    import statistics
+
+    def stats(xs: list[float]) -> dict | None:
+        return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)} if xs else None
+
+    return {
+        "target": result["target"], "reference": ref, "backend": result.get("backend"),
+        "parity": min(parity) if parity else None,
+        "encode_ratio": stats(enc), "decode_ratio": stats(dec),
+        "batch_ratio": _ratio(batch.get("crayon-hf"), batch.get(ref)),
+        "transformers_ratio": tf_ratio,
+        "transformers_parity": tf.get("libraries", {}).get("CrayonTokenizer", {}).get("parity"),
+        "cold_ms": {k: cold.get(k, {}).get("cold_load_ms", {}).get("median") for k in ("crayon-hf", ref)},
+        "cartridge_mb": result["cartridge_bytes"] / 1e6 if result.get("cartridge_bytes") else None,
+    }
+
+
+def summary_table(results: list[dict]) -> list[str]:
+    lines = [
+        "| vocabulary | reference | parity | encode, 1 thread (median, range over corpora) | batch, N threads "
+        "| decode | transformers call | cold load ms (ref / crayon) | cartridge MB |",
+        "|---|---|---:|---|---:|---:|---:|---|---:|",
+    ]
+    for r in results:
+        s = summary_row(r)
+        e, d = s["encode_ratio"], s["decode_ratio"]
+        enc = f"**{e['median']:.1f}x** ({e['min']:.1f}-{e['max']:.1f})" if e else "-"
+        dec = f"{d['median']:.1f}x" if d else "-"
+        tf = f"{s['transformers_ratio']:.1f}x" if s["transformers_ratio"] else "-"
+        cold = s["cold_ms"]
+        cold_s = (f"{cold[s['reference']]:.0f} / {cold['crayon-hf']:.0f}"
+                  if cold.get("crayon-hf") and cold.get(s["reference"]) else "-")
+        parity = "-" if s["parity"] is None else f"{100 * s['parity']:.1f}%"
+        if s["transformers_parity"] is not None and s["transformers_parity"] < 1:
+            parity += f" (transformers {100 * s['transformers_parity']:.1f}%)"
+        cart = f"{s['cartridge_mb']:.1f}" if s["cartridge_mb"] else "-"
+        batch = f"{s['batch_ratio']:.1f}x" if s["batch_ratio"] else "-"
+        lines.append(f"| {s['target']} | {s['reference']} | {parity} | {enc} | {batch} | {dec} | {tf} | {cold_s} | {cart} |")
+    return lines
+
+
+def _mismatch_lines(label: str, corpus: str, m: dict) -> list[str]:
+    pieces = lambda toks: " ".join(f"{t}:{p!r}" for t, p in toks)  # noqa: E731
+    return [
+        f"- **{label}** on {corpus}: document {m['doc']}, token {m['token']} ({m['differs_in']} differ), "
+        f"text around it: `{m['context']!r}`",
+        f"  - reference: {pieces(m['reference'])}",
+        f"  - {label}: {pieces(m['got'])}",
+    ]
+
+
+def target_markdown(r: dict) -> list[str]:
+    labels = _labels(r)
+    ref = _ref_label(r)
+    lines = [f"## {r['target']}", "", f"`{r['source']}`, crayon-hf backend: {r.get('backend')}.", ""]
+    skipped = [f"{k}: {v['status']}" for k, v in r["libraries"].items() if v.get("status") != "ok"]
+    if skipped:
+        lines += ["Not run: " + "; ".join(skipped) + ".", ""]
+    head = "| corpus | MiB | " + " | ".join(f"{x} MiB/s" for x in labels) + " | crayon-hf / " + ref
+    head += " | parity " + " / ".join(x for x in labels if x != ref) + " | decode MiB/s " + " / ".join(labels) + " |"
+    lines += [head, "|---|---:|" + "---:|" * len(labels) + "---:|---|---|"]
+    mismatches = []
+    for corpus, row in r["corpora"].items():
+        libs = row["libraries"]
+        cells = [_mib(libs.get(x)) for x in labels]
+        parity = " / ".join(_pct(libs.get(x)) for x in labels if x != ref)
+        decode = " / ".join(f"{libs[x]['decode_mib_s']['median']:.0f}" if "decode_mib_s" in libs.get(x, {}) else "-"
+                            for x in labels)
+        lines.append(f"| {corpus} | {row['bytes'] / 2**20:.2f} | " + " | ".join(cells)
+                     + f" | {_fmt_ratio(_ratio(libs.get('crayon-hf'), libs.get(ref)))} | {parity} | {decode} |")
+        for x in labels:
+            if (libs.get(x) or {}).get("mismatch"):
+                mismatches += _mismatch_lines(x, corpus, libs[x]["mismatch"])
+    b = r.get("batch")
+    if b:
+        rep = " (the corpus was too small for separate batch text: repeated, caches warm)" if b["repeated_text"] else ""
+        lines += ["", f"Batch: {b['docs']} documents of {b['corpus']} ({b['bytes'] / 2**20:.1f} MiB) in "
+                  f"{b['passes']} passes, {b['threads']} threads{rep}: "
+                  + ", ".join(f"{k} {_mib(v)} MiB/s ({_pct(v) if k != ref else 'reference'})"
+                              for k, v in b["libraries"].items()) + "."]
+    tf = r.get("transformers")
+    if tf and "libraries" in tf:
+        t = tf["libraries"]
+        lines += ["", f"transformers face ({tf['class']}): `{tf['call']}` on {tf['batch_docs']} documents, "
+                  f"{tf['passes']} passes: stock {t['transformers']['ms']['median']:.1f} ms, CrayonTokenizer "
+                  f"{t['CrayonTokenizer']['ms']['median']:.1f} ms "
+                  f"({t['transformers']['ms']['median'] / t['CrayonTokenizer']['ms']['median']:.1f}x), "
+                  f"identical rows {100 * t['CrayonTokenizer']['parity']:.1f}%."]
+        if t["CrayonTokenizer"].get("mismatch"):
+            mismatches.append(f"- **CrayonTokenizer**: first differing row {t['CrayonTokenizer']['mismatch']}")
+    elif tf:
+        lines += ["", f"transformers face: {tf['status']}."]
+    cold = r.get("cold") or {}
+    if cold:
+        cells = []
+        for k, v in cold.items():
+            if "cold_load_ms" not in v:
+                cells.append(f"{k}: {v['status']}")
+                continue
+            mem = f", peak RSS {v['rss_load_mib']:.0f} MiB loaded" if v.get("rss_load_mib") else ""
+            mem += f" / {v['rss_peak_mib']:.0f} MiB after encoding" if v.get("rss_peak_mib") else ""
+            cells.append(f"{k} {v['cold_load_ms']['median']:.0f} ms{mem}")
+        lines += ["", "Fresh interpreter (import + load, median): " + "; ".join(cells) + "."]
+    sizes = []
+    if r.get("source_bytes"):
+        sizes.append(f"source {r['source_bytes'] / 1e6:.1f} MB")
+    if r.get("cartridge_bytes"):
+        sizes.append(f"cartridge {r['cartridge_bytes'] / 1e6:.1f} MB")
+    if sizes:
+        lines += ["", "Sizes: " + ", ".join(sizes) + "."]
+    if mismatches:
+        lines += ["", "First mismatches:", ""] + mismatches
+    return lines + [""]
+
+
+METHOD = (
+    "Single thread: the process pinned to one core, one long-lived instance per library, every pass over "
+    "documents no library has seen before (word caches make repeated text meaningless), libraries taking turns "
+    "in a rotating order, GC off in timed regions; median MiB/s over passes (min-max). Parity: documents whose "
+    "ids equal the reference's (and offsets, where both report them). Batch: new documents every pass. "
+    "Decode: each library decodes its own ids. Optional libraries (tokie, fastokens) are other fast tokenizers, "
+    "shown for context when installed."
+)
+
+
+def markdown(results: list[dict], info: dict, title: str = "crayon-hf benchmark") -> str:
+    v = info["versions"]
+    lib_versions = ", ".join(f"{k} {x}" for k, x in v.items() if x)
+    lines = [f"# {title}", "", f"{describe(info)}. {lib_versions}.", "", METHOD, "", "## Summary", ""]
+    lines += summary_table(results) + [""]
+    for r in results:
+        lines += target_markdown(r)
+    return "\n".join(lines)
+
+
+def write(out: Path, results: list[dict], info: dict, config: dict, stem: str = "bench",
+          title: str = "crayon-hf benchmark") -> list[Path]:
+    """Writes <stem>.json, <stem>.md and the plots; returns the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    path = out / f"{stem}.json"
+    path.write_text(json.dumps(json_safe({"machine": info, "config": config, "results": results}), indent=1) + "\n")
+    written.append(path)
+    path = out / f"{stem}.md"
+    path.write_text(markdown(results, info, title) + "\n")
+    written.append(path)
+    try:
+        written += plot(out, results, info, stem)
+    except ImportError:
+        print("matplotlib is not installed: no plots (pip install matplotlib)", flush=True)
+    return written
+
+
+def plot(out: Path, results: list[dict], info: dict, stem: str) -> list[Path]:
+    """<stem>.png: single-thread MiB/s per corpus and library, one panel per target; with several
+    targets also <stem>_summary.png: crayon-hf's encode ratio to the reference per target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    cols = min(len(results), 4)
+    rows = (len(results) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.5 * rows), squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.set_visible(False)
+    for ax, r in zip(axes.flat, results):
+        labels = _labels(r)
+        corpora = list(r["corpora"])
+        width = 0.8 / max(1, len(labels))
+        for j, label in enumerate(labels):
+            ys = [r["corpora"][c]["libraries"].get(label, {}).get("encode_mib_s", {}).get("median", 0) for c in corpora]
+            xs = [i - 0.4 + width * (j + 0.5) for i in range(len(corpora))]
+            ax.bar(xs, ys, width=width, label=label, color=COLORS.get(label, "#bbbbbb"))
+        ax.set_xticks(range(len(corpora)))
+        ax.set_xticklabels([c.rsplit(".", 1)[0].replace("_", "\n", 1) for c in corpora], fontsize=6, rotation=0)
+        ax.set_title(r["target"], fontsize=9)
+        ax.set_ylabel("MiB/s, 1 thread", fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=6, frameon=False)
+    fig.suptitle(f"single-thread encode on new text ({describe(info)})", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    path = out / f"{stem}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    written.append(path)
+    if len(results) > 1:
+        written.append(plot_summary(out / f"{stem}_summary.png", results, info))
+    return written
+
+
+def plot_summary(path: Path, results: list[dict], info: dict) -> Path:
+    """One bar per vocabulary: crayon-hf's single-thread speed over the reference's (median over
+    corpora, whiskers from the slowest to the fastest corpus), tiktoken and tokenizers side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [summary_row(r) for r in results]
+    rows = [s for s in rows if s["encode_ratio"]]
+    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows) + 2), 4.2))
+    xs = range(len(rows))
+    med = [s["encode_ratio"]["median"] for s in rows]
+    lo = [m - s["encode_ratio"]["min"] for m, s in zip(med, rows)]
+    hi = [s["encode_ratio"]["max"] - m for m, s in zip(med, rows)]
+    colors = ["#5f5f5f" if s["reference"] == "tiktoken" else "#d9534f" for s in rows]
+    ax.bar(xs, med, yerr=[lo, hi], color=colors, capsize=3, error_kw={"elinewidth": 0.8})
+    ax.axhline(1, color="black", lw=0.8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([s["target"] for s in rows], rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("crayon-hf speed / reference speed")
+    ax.set_title(f"single-thread encode on new text, x times the reference (dark: vs tiktoken, red: vs tokenizers)\n"
+                 f"{describe(info)}", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
