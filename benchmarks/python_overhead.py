@@ -12,7 +12,7 @@ does the whole call compare with `tokenizers`? Short inputs are where the Python
 Method: each case is timed with `timeit` (best of --repeat runs of a call count chosen for
 ~20 ms per run); crayon and tokenizers alternate case by case so a shared machine's drift hits
 both. The same text is encoded repeatedly, so `tokenizers`' per-word cache is warm: this
-measures per-call overhead, not throughput on new text (benchmarks/bench.py does that).
+measures per-call overhead, not throughput on new text (`crayon bench` does that).
 Batch: the first 10,000 documents of short_docs.jsonl, both libraries on their default thread
 pools (2 threads on the reference machine), reading `.ids` of every encoding.
 """

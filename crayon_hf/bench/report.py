@@ -254,7 +254,7 @@ def plot(out: Path, results: list[dict], info: dict, stem: str) -> list[Path]:
     written = []
     cols = min(len(results), 4)
     rows = (len(results) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.5 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.9 * rows), squeeze=False)
     for ax in axes.flat[len(results):]:
         ax.set_visible(False)
     for ax, r in zip(axes.flat, results):
@@ -266,7 +266,7 @@ def plot(out: Path, results: list[dict], info: dict, stem: str) -> list[Path]:
             xs = [i - 0.4 + width * (j + 0.5) for i in range(len(corpora))]
             ax.bar(xs, ys, width=width, label=label, color=COLORS.get(label, "#bbbbbb"))
         ax.set_xticks(range(len(corpora)))
-        ax.set_xticklabels([c.rsplit(".", 1)[0].replace("_", "\n", 1) for c in corpora], fontsize=6, rotation=0)
+        ax.set_xticklabels([c.split(".", 1)[0] for c in corpora], fontsize=6, rotation=55, ha="right")
         ax.set_title(r["target"], fontsize=9)
         ax.set_ylabel("MiB/s, 1 thread", fontsize=7)
         ax.tick_params(axis="y", labelsize=7)
