@@ -448,7 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--batch-reps", type=int, default=3, help="batch passes, each over new documents (default 3)")
     b.add_argument("--sample-mib", type=float, default=1.0, help="MiB of each corpus for the single-thread passes")
     b.add_argument("--batch-mib", type=float, default=3.0, help="MiB of the first corpus for the batch passes")
-    b.add_argument("--cold-reps", type=int, default=5, help="fresh interpreters per library for the cold load (0: skip)")
+    b.add_argument("--cold-reps", type=int, default=5, help="fresh interpreters per library for the cold load (0: skip; "
+                   "the transformers face gets one)")
     b.add_argument("--no-memory", action="store_true", help="do not measure peak memory")
     b.add_argument("--no-transformers", action="store_true", help="skip the transformers face")
     b.add_argument("--max-length", type=int, default=128, help="max_length of the transformers call (default 128)")

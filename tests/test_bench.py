@@ -145,6 +145,13 @@ def test_optional_libraries_missing_or_failing_are_skipped(tmp_path, small_corpu
         Subject("flaky", "optional", "json",
                 "class Flaky:\n    def encode_ordinary(self, d): raise MemoryError('too long')\n"
                 "    def decode(self, ids): return ''\ntok = Flaky()\n", TIKTOKEN),
+        # A Rust panic reaches Python as pyo3's PanicException, a BaseException.
+        Subject("panics", "optional", "tiktoken",
+                "import crayon_hf.tiktoken as tiktoken\nclass PanicException(BaseException): pass\n"
+                "class Panics:\n    def __init__(self): self.enc = tiktoken.get_encoding('gpt2')\n"
+                "    def encode_ordinary(self, d): return self.enc.encode_ordinary(d)\n"
+                "    def encode_ordinary_batch(self, texts, num_threads=1): raise PanicException('index out of bounds')\n"
+                "    def decode(self, ids): raise PanicException('index out of bounds')\ntok = Panics()\n", TIKTOKEN),
     ]
     cfg = quiet()
     result = run_target(target, load_samples([small_corpus], cfg), cfg)
@@ -153,7 +160,9 @@ def test_optional_libraries_missing_or_failing_are_skipped(tmp_path, small_corpu
     assert status["broken"] == "cannot load: RuntimeError: cannot read this vocabulary"
     assert status["flaky"].startswith("failed on botchan_head.txt: MemoryError")
     assert result["corpora"][small_corpus.name]["libraries"]["crayon-hf"]["parity"] == 1.0
-    assert "flaky" not in result["batch"]["libraries"]
+    assert "flaky" not in result["batch"]["libraries"] and "panics" not in result["batch"]["libraries"]
+    panics = result["corpora"][small_corpus.name]["libraries"]["panics"]
+    assert panics["parity"] == 1.0 and panics["decode_error"] == "PanicException: index out of bounds"
     md = markdown([result], {"date": "d", "cpu": "c", "cores": 1, "python": "3", "versions": {}})
     assert "absent: not installed" in md and "broken: cannot load" in md
 
@@ -232,3 +241,28 @@ def test_readme_summary_block(tmp_path, small_corpus):
     readme.write_text("# no block\n")
     with pytest.raises(ValueError, match="no <!-- crayon-bench-summary:start -->"):
         update_readme(readme, "x")
+
+
+def test_batch_threads_follow_the_environment(monkeypatch):
+    """The harness sizes every library's pool with RAYON_NUM_THREADS; crayon-hf's batch calls read
+    it as tokenizers does (and TOKENIZERS_PARALLELISM=false means one thread)."""
+    from crayon_hf import Tokenizer
+    from crayon_hf._threads import default_threads
+
+    for name in ("CRAYON_NUM_THREADS", "RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM"):
+        monkeypatch.delenv(name, raising=False)
+    assert default_threads() == 0
+    monkeypatch.setenv("RAYON_NUM_THREADS", "3")
+    assert default_threads() == 3
+    monkeypatch.setenv("CRAYON_NUM_THREADS", "2")
+    assert default_threads() == 2
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    assert default_threads() == 1
+    monkeypatch.setenv("CRAYON_NUM_THREADS", "x")
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
+    assert default_threads() == 3
+    tok = Tokenizer.from_file(require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json"))
+    docs = corpus_text(CORPORA / "en_botchan.txt", 20_000).splitlines()
+    serial = [e.ids for e in tok.encode_batch(docs)]
+    monkeypatch.setenv("RAYON_NUM_THREADS", "1")
+    assert [e.ids for e in tok.encode_batch(docs)] == serial

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from crayon_hf.bench.corpus import Sample, split_passes, utf8_len
-from crayon_hf.bench.subjects import Subject, Target, TransformersSubject, _load, installed
+from crayon_hf.bench.subjects import Subject, Target, _load, installed
 
 MIB = float(1 << 20)
 
@@ -45,6 +45,7 @@ class Config:
     batch_bytes: int = 3 << 20  # documents per corpus for the batch passes
     threads: int = os.cpu_count() or 1
     cold_reps: int = 5  # fresh interpreters per library for the cold load (0: skip)
+    transformers_cold_reps: int = 1  # the same for the transformers face (importing transformers takes seconds)
     memory: bool = True  # the first fresh interpreter also encodes the sample: peak RSS
     transformers: bool = True
     max_length: int = 128
@@ -128,6 +129,13 @@ def _spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
+def _interrupts_pass(e: BaseException) -> None:
+    """A library's failure, including a Rust panic surfacing as pyo3's PanicException (not an
+    Exception), is recorded; Ctrl-C and exit are not failures of the library."""
+    if isinstance(e, (KeyboardInterrupt, SystemExit)):
+        raise e
+
+
 def _short_error(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
@@ -150,7 +158,8 @@ def load_subjects(target: Target, log: Callable[[str], None]) -> tuple[list[Runn
             start = time.perf_counter()
             tok = _load(s.setup)
             ms = 1e3 * (time.perf_counter() - start)
-        except Exception as e:  # noqa: BLE001 - any library's failure to load is reported, not fatal
+        except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3) is a BaseException
+            _interrupts_pass(e)
             if s.role != "optional":
                 raise BenchError(f"{s.label} cannot load {target.source}: {_short_error(e)}") from e
             status[s.label] = {"role": s.role, "status": f"cannot load: {_short_error(e)}"}
@@ -167,7 +176,8 @@ def load_subjects(target: Target, log: Callable[[str], None]) -> tuple[list[Runn
 def _piece(runner: Runner, token: int) -> str:
     try:
         return runner.decode(runner.tok, [token])
-    except Exception:  # noqa: BLE001 - an id the reference does not know
+    except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3) is a BaseException
+        _interrupts_pass(e)
         return "?"
 
 
@@ -187,7 +197,8 @@ def first_mismatch(doc_index: int, doc: str, ref: Runner, ref_ids: list[int], go
     else:
         try:
             char = len(ref.decode(ref.tok, ref_ids[:i]))
-        except Exception:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3) is a BaseException
+            _interrupts_pass(e)
             char = 0
     lo, hi = max(0, i - 2), i + 3
     out = {
@@ -248,7 +259,8 @@ def measure_corpus(runners: list[Runner], sample: Sample, cfg: Config) -> dict:
                 try:
                     seconds, (results, ids) = _timed(
                         lambda: (lambda rs: (rs, [r.ids(x) for x in rs]))([r.encode(r.tok, d) for d in p]))
-                except Exception as e:  # noqa: BLE001
+                except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3) is a BaseException
+                    _interrupts_pass(e)
                     if r.subject.role != "optional":
                         raise BenchError(f"{r.label} failed on {sample.name}: {_short_error(e)}") from e
                     failed[r.label] = f"failed on {sample.name}: {_short_error(e)}"
@@ -269,6 +281,7 @@ def measure_corpus(runners: list[Runner], sample: Sample, cfg: Config) -> dict:
     # Decode: each library its own ids, pass by pass, in rotating order.
     decode_speeds: dict[str, list[float]] = {r.label: [] for r in live}
     decoded: dict[str, list[str]] = {r.label: [] for r in live}
+    decode_errors: dict[str, str] = {}
     start = 0
     with _pinned(cfg.pin):
         for k, p in enumerate(passes):
@@ -278,10 +291,11 @@ def measure_corpus(runners: list[Runner], sample: Sample, cfg: Config) -> dict:
                 mine = outputs[r.label][start: start + len(p)]
                 try:
                     seconds, texts = _timed(lambda: [r.decode(r.tok, x) for x in mine])
-                except Exception as e:  # noqa: BLE001
+                except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3) is a BaseException
+                    _interrupts_pass(e)
                     decode_speeds.pop(r.label)
                     decoded.pop(r.label)
-                    parity.setdefault(r.label, {})["decode_error"] = _short_error(e)
+                    decode_errors[r.label] = _short_error(e)
                     continue
                 decode_speeds[r.label].append(nbytes[k] / seconds / MIB)
                 decoded[r.label] += texts
@@ -294,6 +308,8 @@ def measure_corpus(runners: list[Runner], sample: Sample, cfg: Config) -> dict:
         entry["tokens_s"] = entry["encode_mib_s"]["median"] * MIB * ntokens / max(1, total)
         if r.label in decode_speeds:
             entry["decode_mib_s"] = _spread(decode_speeds[r.label])
+        else:
+            entry["decode_error"] = decode_errors[r.label]
         if r.label in parity:
             entry.update(parity[r.label])
             if r.label in decoded and ref.label in decoded:
@@ -320,7 +336,8 @@ def measure_batch(runners: list[Runner], sample: Sample, cfg: Config) -> dict:
                 continue
             try:
                 seconds, ids = _timed(lambda: r.batch(r.tok, p, cfg.threads))
-            except Exception as e:  # noqa: BLE001
+            except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3) is a BaseException
+                _interrupts_pass(e)
                 if r.subject.role != "optional":
                     raise BenchError(f"{r.label} batch failed on {sample.name}: {_short_error(e)}") from e
                 speeds.pop(r.label)
@@ -377,7 +394,8 @@ def measure_transformers(target: Target, sample: Sample, cfg: Config) -> dict | 
                 loaded[s.label] = _load(s.setup)
                 load_ms[s.label] = 1e3 * (time.perf_counter() - start)
             _borrow_pad_token(loaded[s.label])
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3) is a BaseException
+            _interrupts_pass(e)
             return {"status": f"{s.label} cannot load: {_short_error(e)}"}
     size = max(1, min(cfg.transformers_batch, len(sample.batch) // (cfg.reps + 1)))
     slices = [sample.batch[i * size: (i + 1) * size] for i in range(cfg.reps + 1)]
@@ -477,13 +495,14 @@ def measure_cold(runners: list[Runner], target: Target, sample: Sample | None, c
         if cfg.memory and sample is not None:
             docs_file = str(Path(tmp) / "docs.json")
             Path(docs_file).write_text(json.dumps(sample.single), encoding="utf-8")
-        jobs: list[tuple[str, str, str | None]] = [(r.label, r.subject.setup, r.subject.api.encode) for r in runners]
+        jobs = [(r.label, r.subject.setup, r.subject.api.encode, cfg.cold_reps) for r in runners]
         if cfg.transformers and installed("transformers"):
-            jobs += [(f"{s.label} (transformers)", s.setup, None) for s in target.transformers]
-        for label, setup, encode in jobs:
+            reps = min(cfg.cold_reps, cfg.transformers_cold_reps)
+            jobs += [(f"{s.label} (transformers)", s.setup, None, reps) for s in target.transformers if reps > 0]
+        for label, setup, encode, reps in jobs:
             runs, entry = [], {}
             try:
-                for k in range(cfg.cold_reps):
+                for k in range(reps):
                     res = fresh_process(setup, encode if k == 0 else None, docs_file if k == 0 else None)
                     runs.append(res["load_ms"])
                     if k == 0:

@@ -114,6 +114,9 @@ def summary_table(results: list[dict]) -> list[str]:
         "|---|---|---:|---|---:|---:|---:|---|---:|",
     ]
     for r in results:
+        if "error" in r:
+            lines.append(f"| {r['target']} | - | not benchmarked: {r['error']} | | | | | | |")
+            continue
         s = summary_row(r)
         e, d = s["encode_ratio"], s["decode_ratio"]
         enc = f"**{e['median']:.1f}x** ({e['min']:.1f}-{e['max']:.1f})" if e else "-"
@@ -142,6 +145,8 @@ def _mismatch_lines(label: str, corpus: str, m: dict) -> list[str]:
 
 
 def target_markdown(r: dict) -> list[str]:
+    if "error" in r:
+        return [f"## {r['target']}", "", f"Not benchmarked: {r['error']}", ""]
     labels = _labels(r)
     ref = _ref_label(r)
     lines = [f"## {r['target']}", "", f"`{r['source']}`, crayon-hf backend: {r.get('backend')}.", ""]
@@ -149,8 +154,9 @@ def target_markdown(r: dict) -> list[str]:
     if skipped:
         lines += ["Not run: " + "; ".join(skipped) + ".", ""]
     head = "| corpus | MiB | " + " | ".join(f"{x} MiB/s" for x in labels) + " | crayon-hf / " + ref
+    head += " | Mtokens/s crayon-hf / " + ref
     head += " | parity " + " / ".join(x for x in labels if x != ref) + " | decode MiB/s " + " / ".join(labels) + " |"
-    lines += [head, "|---|---:|" + "---:|" * len(labels) + "---:|---|---|"]
+    lines += [head, "|---|---:|" + "---:|" * len(labels) + "---:|---:|---|---|"]
     mismatches = []
     for corpus, row in r["corpora"].items():
         libs = row["libraries"]
@@ -158,11 +164,15 @@ def target_markdown(r: dict) -> list[str]:
         parity = " / ".join(_pct(libs.get(x)) for x in labels if x != ref)
         decode = " / ".join(f"{libs[x]['decode_mib_s']['median']:.0f}" if "decode_mib_s" in libs.get(x, {}) else "-"
                             for x in labels)
+        tokens = " / ".join(f"{libs[x]['tokens_s'] / 1e6:.2f}" if "tokens_s" in libs.get(x, {}) else "-"
+                            for x in ("crayon-hf", ref))
         lines.append(f"| {corpus} | {row['bytes'] / 2**20:.2f} | " + " | ".join(cells)
-                     + f" | {_fmt_ratio(_ratio(libs.get('crayon-hf'), libs.get(ref)))} | {parity} | {decode} |")
+                     + f" | {_fmt_ratio(_ratio(libs.get('crayon-hf'), libs.get(ref)))} | {tokens} | {parity} | {decode} |")
         for x in labels:
             if (libs.get(x) or {}).get("mismatch"):
                 mismatches += _mismatch_lines(x, corpus, libs[x]["mismatch"])
+            if (libs.get(x) or {}).get("decode_error"):
+                mismatches.append(f"- **{x}** could not decode its ids on {corpus}: {libs[x]['decode_error']}")
     b = r.get("batch")
     if b:
         rep = " (the corpus was too small for separate batch text: repeated, caches warm)" if b["repeated_text"] else ""
@@ -201,7 +211,7 @@ def target_markdown(r: dict) -> list[str]:
     if sizes:
         lines += ["", "Sizes: " + ", ".join(sizes) + "."]
     if mismatches:
-        lines += ["", "First mismatches:", ""] + mismatches
+        lines += ["", "First mismatches and failures:", ""] + mismatches
     return lines + [""]
 
 
@@ -252,6 +262,9 @@ def plot(out: Path, results: list[dict], info: dict, stem: str) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
+    results = [r for r in results if "error" not in r]
+    if not results:
+        return written
     cols = min(len(results), 4)
     rows = (len(results) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.9 * rows), squeeze=False)
@@ -291,7 +304,7 @@ def plot_summary(path: Path, results: list[dict], info: dict) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [summary_row(r) for r in results]
+    rows = [summary_row(r) for r in results if "error" not in r]
     rows = [s for s in rows if s["encode_ratio"]]
     fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows) + 2), 4.2))
     xs = range(len(rows))

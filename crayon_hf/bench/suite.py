@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from crayon_hf.bench import config_dict, load_samples
-from crayon_hf.bench.measure import Config, run_target
+from crayon_hf.bench.measure import BenchError, Config, run_target
 from crayon_hf.bench.report import describe, machine, summary_table, write
-from crayon_hf.bench.subjects import resolve, shared_targets
+from crayon_hf.bench.subjects import json_safe, resolve, shared_targets
 
 BATCH_CORPUS = "short_docs.jsonl"
 README_START = "<!-- crayon-bench-summary:start -->"
@@ -85,9 +85,16 @@ def run_suite(shared: Path, out: Path, readme: Path | None, cfg: Config, only: l
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, spec) in enumerate(targets):
             cfg.log(f"[{i + 1}/{len(targets)}] {name} ({time.perf_counter() - start:.0f} s)")
-            target = resolve(spec, Path(tmp))
-            target.name = name
-            results.append(run_target(target, samples, cfg))
+            try:
+                target = resolve(spec, Path(tmp))
+                target.name = name
+                results.append(run_target(target, samples, cfg))
+            except (BenchError, ValueError) as e:  # one vocabulary failing does not lose the others
+                cfg.log(f"  {name}: not benchmarked: {e}")
+                results.append({"target": name, "error": str(e)})
+            # Kept after every vocabulary, so a crash or Ctrl-C loses at most one.
+            (out / "suite.partial.json").parent.mkdir(parents=True, exist_ok=True)
+            (out / "suite.partial.json").write_text(json.dumps(json_safe(results)))
     if only:
         results = _merged(out / "suite.json", results)
     info = machine()
@@ -97,5 +104,6 @@ def run_suite(shared: Path, out: Path, readme: Path | None, cfg: Config, only: l
     if readme is not None:
         update_readme(readme, readme_block(results, info, out, readme, len(files)))
         cfg.log(f"updated {readme}")
+    (out / "suite.partial.json").unlink(missing_ok=True)
     cfg.log(f"suite finished in {time.perf_counter() - start:.0f} s")
     return results
