@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -31,6 +32,7 @@ from crayon_hf.bench.corpus import Sample, split_passes, utf8_len
 from crayon_hf.bench.subjects import Subject, Target, _load, installed
 
 MIB = float(1 << 20)
+SINGLE_THREAD = "crayon-hf, 1 thread"
 
 
 class BenchError(ValueError):
@@ -324,8 +326,15 @@ def measure_corpus(runners: list[Runner], sample: Sample, cfg: Config) -> dict:
 
 
 def measure_batch(runners: list[Runner], sample: Sample, cfg: Config) -> dict:
-    """Batch encode on cfg.threads threads, a new group of documents every pass."""
+    """Batch encode on cfg.threads threads, a new group of documents every pass; crayon-hf also on
+    one thread (a second instance, so that neither run warms the other's caches): its scaling."""
     live = [r for r in runners if r.failure is None]
+    ours = next((r for r in live if r.subject.role == "crayon"), None)
+    if ours is not None and cfg.threads > 1:
+        single = Runner(dataclasses.replace(ours.subject, label=SINGLE_THREAD), _load(ours.subject.setup), 0.0)
+        many = single.batch
+        single.batch = lambda tok, texts, threads: many(tok, texts, 1)
+        live.append(single)
     passes = split_passes(sample.batch, cfg.batch_reps)
     nbytes = [utf8_len(p) for p in passes]
     speeds: dict[str, list[float]] = {r.label: [] for r in live}
@@ -352,6 +361,8 @@ def measure_batch(runners: list[Runner], sample: Sample, cfg: Config) -> dict:
                  "passes": len(passes), "repeated_text": sample.repeated, "libraries": {}}
     for label, values in speeds.items():
         out["libraries"][label] = {"encode_mib_s": _spread(values), **parity.get(label, {})}
+    if SINGLE_THREAD in speeds and "crayon-hf" in speeds:
+        out["crayon_scaling"] = statistics.median(speeds["crayon-hf"]) / statistics.median(speeds[SINGLE_THREAD])
     return out
 
 

@@ -100,6 +100,7 @@ def summary_row(result: dict) -> dict:
         "parity": min(parity) if parity else None,
         "encode_ratio": stats(enc), "decode_ratio": stats(dec),
         "batch_ratio": _ratio(batch.get("crayon-hf"), batch.get(ref)),
+        "scaling": result.get("batch", {}).get("crayon_scaling"),
         "transformers_ratio": tf_ratio,
         "transformers_parity": tf.get("libraries", {}).get("CrayonTokenizer", {}).get("parity"),
         "cold_ms": {k: cold.get(k, {}).get("cold_load_ms", {}).get("median") for k in ("crayon-hf", ref)},
@@ -180,6 +181,8 @@ def target_markdown(r: dict) -> list[str]:
                   f"{b['passes']} passes, {b['threads']} threads{rep}: "
                   + ", ".join(f"{k} {_mib(v)} MiB/s ({_pct(v) if k != ref else 'reference'})"
                               for k, v in b["libraries"].items()) + "."]
+        if b.get("crayon_scaling"):
+            lines[-1] += f" crayon-hf on {b['threads']} threads: {b['crayon_scaling']:.2f}x its single-thread speed."
     tf = r.get("transformers")
     if tf and "libraries" in tf:
         t = tf["libraries"]
