@@ -4,6 +4,7 @@ Faces:
     crayon_hf.tiktoken    a drop-in for the ``tiktoken`` package
     crayon_hf.Tokenizer   a drop-in for ``tokenizers.Tokenizer`` (tokenizer.json files)
     crayon_hf.CrayonTokenizer   a transformers tokenizer (AutoTokenizer, save_pretrained, push_to_hub)
+    crayon_hf.DecodeStream      streaming decode for every face (tokenizers.decoders.DecodeStream's API)
 
 ``import crayon_hf`` is cheap: the native engine and numpy load when a face is first used, and
 transformers is never imported here -- a small import hook wraps `AutoTokenizer.from_pretrained`
@@ -18,16 +19,18 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__", "Tokenizer", "Encoding", "AddedToken", "CrayonTokenizer", "patch_transformers",
-    "unpatch_transformers",
+    "unpatch_transformers", "DecodeStream", "BatchArrays",
 ]
 
 _LAZY = {
     "Tokenizer": ("crayon_hf.tokenizer", "Tokenizer"),
     "AddedToken": ("crayon_hf.tokenizer", "AddedToken"),
+    "BatchArrays": ("crayon_hf.tokenizer", "BatchArrays"),
     "Encoding": ("crayon_hf._hf.encoding", "Encoding"),
     "CrayonTokenizer": ("crayon_hf.transformers", "CrayonTokenizer"),
     "patch_transformers": ("crayon_hf.transformers", "patch_transformers"),
     "unpatch_transformers": ("crayon_hf.transformers", "unpatch_transformers"),
+    "DecodeStream": ("crayon_hf.streaming", "DecodeStream"),
 }
 
 

@@ -23,7 +23,7 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -35,11 +35,23 @@ from crayon_hf._hf.postprocess import PaddingParams, TruncationParams, pad_encod
 from crayon_hf._hf.processors import build_post_processor
 from crayon_hf._threads import default_threads
 
-__all__ = ["Tokenizer", "AddedToken", "Encoding"]
+__all__ = ["Tokenizer", "AddedToken", "Encoding", "BatchArrays"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
 _CACHE_GENERATION = 9
 _MAGIC = b"CRAYONHF"
+
+
+class BatchArrays(NamedTuple):
+    """A batch's encodings as flat arrays (`Tokenizer.encode_batch_to_numpy`).
+
+    Document i is ``ids[doc_offsets[i]:doc_offsets[i + 1]]`` and ``offsets`` of the same rows:
+    the concatenation of ``encode_batch(...)[i].ids`` and ``.offsets``, templates and padding
+    included."""
+
+    ids: np.ndarray  # uint32 (n_tokens,)
+    offsets: np.ndarray  # int64 (n_tokens, 2): character offsets (start, end) into each document
+    doc_offsets: np.ndarray  # int64 (n_documents + 1,)
 
 
 class AddedToken:
@@ -320,6 +332,19 @@ class Tokenizer:
         data = json.loads(text)
         atomic_write(path, build_hf_cartridge(text, plan_native(data), {}))
 
+    def encode_stream(self) -> Any:
+        """A stream: `feed(text)` / `feed_bytes(data)` return the ids final so far, `finish()` the
+        rest; together they equal the one-shot encoding (crayon_hf.streaming.EncodeStream)."""
+        from crayon_hf.streaming import EncodeStream
+
+        return EncodeStream(self)
+
+    def encode_iter(self, chunks: Iterable[Any]) -> Iterator[int]:
+        """Yields the ids of the text that `chunks` (str or UTF-8 bytes) make up, as they become final."""
+        from crayon_hf.streaming import encode_iter
+
+        return encode_iter(self, chunks)
+
     def __getstate__(self) -> dict[str, Any]:
         if self._ref is not None:
             return {"json": self._ref.to_str()}
@@ -559,6 +584,37 @@ class Tokenizer:
         return self._encode_batch_with(input, is_pretokenized, add_special_tokens, self._truncation, self._padding,
                                        self._encode_special_tokens)
 
+    def encode_batch_to_numpy(self, input: Sequence[str], add_special_tokens: bool = True) -> BatchArrays:
+        """`encode_batch(input, add_special_tokens=...)` as three flat arrays, without an `Encoding`
+        or a Python int per token: ids, character offsets and each document's span (see
+        `BatchArrays`). Truncation, the post-processor's template and padding apply as in
+        `encode_batch`; overflowing tokens are not included.
+
+        Single sequences are encoded natively (GIL released, `CRAYON_NUM_THREADS` /
+        `RAYON_NUM_THREADS` threads) and assembled in place; other inputs (pairs, a processor
+        without a fixed layout, fixed padding shorter than a document) go through `encode_batch`.
+        """
+        if self._ref is not None:
+            return _flatten(self._ref.encode_batch(input, False, add_special_tokens))
+        return self._encode_batch_to_numpy_with(input, add_special_tokens, self._truncation, self._padding,
+                                                self._encode_special_tokens)
+
+    def _encode_batch_to_numpy_with(self, input: Sequence[Any], add_special_tokens: bool,
+                                    truncation: TruncationParams | None, padding: PaddingParams | None,
+                                    encode_special: bool, num_threads: int | None = None) -> BatchArrays:
+        """encode_batch_to_numpy with explicit settings instead of this tokenizer's state, like
+        `_encode_batch_with`."""
+        texts = list(input)
+        threads = default_threads() if num_threads is None else num_threads
+        if texts and all(isinstance(t, str) for t in texts):
+            from crayon_hf._hf.batch import encode_singles
+
+            batch = encode_singles(self, texts, add_special_tokens, truncation, padding, encode_special, threads)
+            if batch is not None:
+                return BatchArrays(*batch.flat())
+        return _flatten(self._encode_batch_with(texts, False, add_special_tokens, truncation, padding, encode_special,
+                                                threads))
+
     def _encode_batch_with(self, input: Sequence[Any], is_pretokenized: bool, add_special_tokens: bool,
                            truncation: TruncationParams | None, padding: PaddingParams | None,
                            encode_special: bool, num_threads: int | None = None) -> list[Encoding]:
@@ -644,6 +700,23 @@ _INPUT_ERROR = {
     True: "PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, Tuple[PreTokenizedInputSequence, "
           "PreTokenizedInputSequence]]",
 }
+
+
+def _flatten(encodings: Sequence[Any]) -> BatchArrays:
+    """BatchArrays of a list of encodings: ours (numpy rows inside) or `tokenizers.Encoding`."""
+    doc_offsets = np.zeros(len(encodings) + 1, dtype=np.int64)
+    np.cumsum(np.array([len(e) for e in encodings], dtype=np.int64), out=doc_offsets[1:])
+    total = int(doc_offsets[-1])
+    ids = np.empty(total, dtype=np.uint32)
+    offsets = np.empty((total, 2), dtype=np.int64)
+    for e, a, b in zip(encodings, doc_offsets.tolist(), doc_offsets[1:].tolist()):
+        if isinstance(e, Encoding):
+            ids[a:b] = e.ids_array
+            offsets[a:b] = e.offsets_array
+        elif b > a:
+            ids[a:b] = e.ids
+            offsets[a:b] = e.offsets
+    return BatchArrays(ids, offsets, doc_offsets)
 
 
 def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:

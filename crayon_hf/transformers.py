@@ -32,7 +32,7 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -157,6 +157,19 @@ class CrayonTokenizer(TokenizersBackend):
             with self._crayon_lock:  # tokens added on the backend directly
                 self._crayon_sync()
         return self._crayon
+
+    def encode_stream(self) -> Any:
+        """A stream: `feed(text)` / `feed_bytes(data)` return the ids final so far, `finish()` the
+        rest; together they equal the one-shot encoding (crayon_hf.streaming.EncodeStream)."""
+        from crayon_hf.streaming import EncodeStream
+
+        return EncodeStream(self)
+
+    def encode_iter(self, chunks: Iterable[Any]) -> Iterator[int]:
+        """Yields the ids of the text that `chunks` (str or UTF-8 bytes) make up, as they become final."""
+        from crayon_hf.streaming import encode_iter
+
+        return encode_iter(self, chunks)
 
     def crayon_sync(self) -> None:
         """Recompile after changing `backend_tokenizer` directly (its normalizer, pre-tokenizer,

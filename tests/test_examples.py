@@ -49,3 +49,9 @@ def test_tokenizers_drop_in(tmp_path):
     src = require_shared(VOCAB / "hf" / "llama3_1" / "tokenizer.json")
     out = run_example("tokenizers_drop_in.py", str(src), cwd=tmp_path)
     assert "backend: native" in out and "identical to tokenizers: True" in out
+
+
+def test_datasets_map_example(tmp_path):
+    pytest.importorskip("datasets")
+    out = run_example("datasets_map.py", "cl100k_base", "2", cwd=tmp_path)
+    assert "2000 documents" in out and "on 2 processes" in out

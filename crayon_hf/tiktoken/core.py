@@ -8,11 +8,12 @@ engine only encodes and decodes.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import re
 import warnings
-from typing import TYPE_CHECKING, AbstractSet, Collection, Literal, NoReturn, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Any, Collection, Iterable, Iterator, Literal, NoReturn, Sequence
 
 from crayon_hf._native import native
 
@@ -214,14 +215,7 @@ class Encoding:
                 disallowed_special=disallowed_special,
             )
         texts = list(text)
-        allowed, disallowed = self._resolve_special_sets(allowed_special, disallowed_special)
-        if disallowed and not disallowed <= self._special_index.keys():
-            # Arbitrary strings in disallowed_special: check in Python, like tiktoken.
-            for t in texts:
-                _check_disallowed_regex(t, disallowed)
-            disallowed = frozenset()
-        allowed_mask = self._mask(allowed)
-        deny_mask = self._mask(disallowed)
+        allowed_mask, deny_mask = self._batch_masks(texts, allowed_special, disallowed_special)
         try:
             result = self._engine.encode_batch(texts, allowed_mask, deny_mask, num_threads, False)
         except UnicodeEncodeError:
@@ -230,6 +224,61 @@ class Encoding:
                 for t in texts
             ]
         if isinstance(result, tuple):
+            _, index = result
+            raise_disallowed_special_token(self._special_text(index))
+        return result
+
+    def encode_ordinary_batch_to_numpy(
+        self, text: list[str], *, num_threads: int = 8
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        """`encode_ordinary_batch` as two flat arrays, without a Python int per token.
+
+        Returns ``(ids, offsets)``: ``ids`` uint32 holds every text's tokens one after another,
+        ``offsets`` int64 has ``len(text) + 1`` entries, and text ``i`` is
+        ``ids[offsets[i]:offsets[i + 1]]``.
+
+        ```
+        >>> ids, offsets = enc.encode_ordinary_batch_to_numpy(["hello world", "goodbye world"])
+        >>> ids.tolist(), offsets.tolist()
+        ([31373, 995, 11274, 16390, 995], [0, 2, 5])
+        ```
+        """
+        if self._fallback is not None:
+            return _flat_arrays(self._fallback.encode_ordinary_batch(text, num_threads=num_threads))
+        texts = list(text)
+        try:
+            return self._engine.encode_batch_to_numpy(texts, b"", b"", num_threads, True)
+        except UnicodeEncodeError:
+            return self._engine.encode_batch_to_numpy([_fix_surrogates(t) for t in texts], b"", b"", num_threads, True)
+
+    def encode_batch_to_numpy(
+        self,
+        text: list[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        """`encode_batch` as two flat arrays ``(ids, offsets)``, as `encode_ordinary_batch_to_numpy`
+        returns them. Special tokens as in `encode`: a disallowed one raises ``ValueError``."""
+        if self._fallback is not None:
+            return _flat_arrays(
+                self._fallback.encode_batch(
+                    text,
+                    num_threads=num_threads,
+                    allowed_special=allowed_special,
+                    disallowed_special=disallowed_special,
+                )
+            )
+        texts = list(text)
+        allowed_mask, deny_mask = self._batch_masks(texts, allowed_special, disallowed_special)
+        try:
+            result = self._engine.encode_batch_to_numpy(texts, allowed_mask, deny_mask, num_threads, False)
+        except UnicodeEncodeError:
+            return _flat_arrays(
+                [self.encode(t, allowed_special=allowed_special, disallowed_special=disallowed_special) for t in texts]
+            )
+        if isinstance(result[0], int):
             _, index = result
             raise_disallowed_special_token(self._special_text(index))
         return result
@@ -389,6 +438,19 @@ class Encoding:
                 image = f.read()
         atomic_write(path, image)
 
+    def encode_stream(self) -> Any:
+        """A stream: `feed(text)` / `feed_bytes(data)` return the ids final so far, `finish()` the
+        rest; together they equal the one-shot encoding (crayon_hf.streaming.EncodeStream)."""
+        from crayon_hf.streaming import EncodeStream
+
+        return EncodeStream(self)
+
+    def encode_iter(self, chunks: Iterable[Any]) -> Iterator[int]:
+        """Yields the ids of the text that `chunks` (str or UTF-8 bytes) make up, as they become final."""
+        from crayon_hf.streaming import encode_iter
+
+        return encode_iter(self, chunks)
+
     @property
     def cartridge_path(self) -> str | None:
         """The file this encoding is mapped from, or None for an in-memory one."""
@@ -423,6 +485,18 @@ class Encoding:
         if not isinstance(disallowed_special, frozenset):
             disallowed_special = frozenset(disallowed_special)  # type: ignore[arg-type]
         return allowed_special, disallowed_special  # type: ignore[return-value]
+
+    def _batch_masks(
+        self, texts: list[str], allowed_special: object, disallowed_special: object
+    ) -> tuple[bytes, bytes]:
+        """(allowed mask, disallowed mask) of a batch call. Disallowed strings that are not special
+        tokens are checked here, in Python, like tiktoken; the engine checks the rest per text."""
+        allowed, disallowed = self._resolve_special_sets(allowed_special, disallowed_special)
+        if disallowed and not disallowed <= self._special_index.keys():
+            for t in texts:
+                _check_disallowed_regex(t, disallowed)
+            disallowed = frozenset()
+        return self._mask(allowed), self._mask(disallowed)
 
     def _mask(self, tokens: AbstractSet[str]) -> bytes:
         if not tokens:
@@ -497,6 +571,16 @@ class Encoding:
 
 def _fix_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _flat_arrays(lists: list[list[int]]) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    """Id lists as the engine's batch arrays: (ids uint32, offsets int64 of len(lists) + 1)."""
+    import numpy as np
+
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(np.array([len(ids) for ids in lists], dtype=np.int64), out=offsets[1:])
+    ids = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.uint32, count=int(offsets[-1]))
+    return ids, offsets
 
 
 def _tiktoken_twin(enc: Encoding) -> object:
