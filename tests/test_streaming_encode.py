@@ -73,7 +73,16 @@ def tk_or_hf_one_shot(tok, text: str) -> list[int]:
     return tok.encode(text, add_special_tokens=False).ids
 
 
-@pytest.mark.parametrize("name", TIKTOKEN_VOCABS)
+# One vocabulary per family runs by default; the rest under -m full.
+DEFAULT = {"cl100k_base", "o200k_base", "gpt2", "llama3_1", "qwen2_5", "mistral_v0_1", "gemma", "bert_base_uncased",
+           "t5_small", "xlm_roberta_paraphrase_mpnet"}
+
+
+def by_family(names):
+    return [n if n in DEFAULT else pytest.param(n, marks=pytest.mark.full) for n in names]
+
+
+@pytest.mark.parametrize("name", by_family(TIKTOKEN_VOCABS))
 def test_tiktoken_face(name):
     ref = reference_encoding(name)
     ours = tk.get_encoding(name) if name != "llama3" else tk.Encoding(
@@ -82,7 +91,7 @@ def test_tiktoken_face(name):
     check_stream(ours, text, ref.encode_ordinary, 1)
 
 
-@pytest.mark.parametrize("name", NATIVE_FOLDERS)
+@pytest.mark.parametrize("name", by_family(NATIVE_FOLDERS))
 def test_tokenizers_face(name):
     tokenizers = pytest.importorskip("tokenizers")
     path = require_shared(VOCAB / "hf" / name / "tokenizer.json")
