@@ -356,6 +356,25 @@ def cmd_encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_encode_corpus(args: argparse.Namespace) -> int:
+    """Training data: every document of the inputs to one memory-mappable array (crayon_hf.corpus)."""
+    from crayon_hf.corpus import encode_corpus
+
+    fmt = args.format or ("npy" if args.output.endswith(".npy") else "uint32")
+    try:
+        s = encode_corpus(args.inputs, args.output, args.tokenizer, format=fmt, append_eos=args.append_eos,
+                          eos_token=args.eos_token, jsonl_field=args.jsonl_field, threads=args.threads,
+                          progress=not args.quiet, pattern=args.pattern)
+    except KeyboardInterrupt:
+        print(f"crayon encode-corpus: interrupted; nothing written to {args.output}", file=sys.stderr)
+        return 130
+    if not args.quiet:
+        rate = s["input_bytes"] / max(s["seconds"], 1e-9) / (1 << 20)
+        print(f"wrote {s['n_tokens']:,} tokens of {s['n_docs']:,} documents to {args.output} ({fmt}), index "
+              f"{s['index_path']}, in {s['seconds']:.1f} s ({rate:.1f} MiB/s)", file=sys.stderr)
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Parity and speed side by side with the reference libraries (crayon_hf.bench)."""
     from crayon_hf import bench
@@ -433,6 +452,25 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", help="write all ids to OUT.npy (numpy uint32) or OUT.bin (raw little-endian uint32)")
     e.add_argument("--allowed-special", metavar="all|TOKEN,...", help="encode these special tokens as such")
     e.set_defaults(func=cmd_encode)
+
+    ec = sub.add_parser("encode-corpus", help="encode a corpus into one memory-mappable array of ids (training data)")
+    ec.add_argument("inputs", nargs="+", metavar="INPUT",
+                    help="plain-text files (one document each), JSONL (one per line) or Parquet (one per row)")
+    ec.add_argument("-o", "--output", required=True,
+                    help="the ids; also writes OUTPUT.idx.npy (document starts) and OUTPUT.json (what, with what)")
+    ec.add_argument("--tokenizer", required=True,
+                    help="bundled encoding name, cartridge, tiktoken rank file, tokenizer.json or a folder with one")
+    ec.add_argument("--pattern", help="split pattern for a rank file crayon-hf does not recognise")
+    ec.add_argument("--format", choices=["uint16", "uint32", "npy"],
+                    help="raw little-endian uint16 or uint32, or a .npy (default: npy for OUTPUT.npy, else uint32)")
+    ec.add_argument("--append-eos", action="store_true", help="append the end-of-text token after every document")
+    ec.add_argument("--eos-token", metavar="TOKEN", help="with --append-eos: the token to append")
+    ec.add_argument("--jsonl-field", default="text", help="the text field of JSONL records / Parquet column "
+                    "(default: text)")
+    ec.add_argument("--threads", type=int, help="encoding threads (default: $CRAYON_NUM_THREADS, "
+                    "$RAYON_NUM_THREADS, else all cores)")
+    ec.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    ec.set_defaults(func=cmd_encode_corpus)
 
     b = sub.add_parser("bench", help="token parity and speed against tokenizers, tiktoken, transformers (and tokie, "
                        "fastokens when installed)")

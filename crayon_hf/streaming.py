@@ -177,6 +177,7 @@ class _Units:
 
 
 _WORD_EDGE = re.compile(r"(?<=\S)(?=\s)|(?<=\s)(?=\S)")
+_WORD_END = re.compile(r"(?<=\S)(?=\s)")
 
 
 def _word_boundaries(text: str, start: int, stop: int | None = None) -> list[int]:
@@ -351,7 +352,9 @@ class ParallelEncoder(_Windows):
             return empty
         cuts, goal = [], self._done + self.block_chars
         while goal < last:
-            m = _WORD_EDGE.search(buf, goal, last)
+            # The end of a word (before whitespace): a token boundary in every supported pipeline
+            # (byte-level tokens carry their leading space, Metaspace its ▁), so cuts rarely fail.
+            m = _WORD_END.search(buf, goal, last)
             if m is None:
                 break
             cuts.append(m.start())
@@ -379,7 +382,7 @@ class ParallelEncoder(_Windows):
                 if last is None:  # no boundary at b: join the blocks before and after b
                     lo, cuts = a, cuts[j + 1:]
                     break
-                pieces.append(ids[first:last])
+                pieces.append(np.array(ids[first:last], dtype=np.uint32))  # a copy: frees the batch's matrix
                 lo = b
             else:
                 break

@@ -1,0 +1,699 @@
+"""Training-data preparation: a corpus of documents -> one memory-mappable array of token ids.
+
+    inputs (text files, JSONL, Parquet, or iterables of str)
+      -> documents (readers below; a big text file arrives as a stream of UTF-8-checked blocks)
+      -> ids (small documents: batch calls on all cores, on a worker thread while the next batch
+         is read; long ones: ParallelEncoder, cut only where no token can change)
+      -> [EOS] after each document (--append-eos)
+      -> OUTPUT (raw uint16/uint32 or .npy), OUTPUT.idx.npy (int64 document starts, n_docs + 1
+         entries), OUTPUT.json (what was encoded, with what)
+
+Each document's ids equal the tokenizer's one-shot encoding of it: `encode_ordinary(text)` for a
+tiktoken encoding, `encode(text, add_special_tokens=False).ids` without truncation or padding for a
+tokenizer.json.
+
+Bounds: memory holds one batch of small documents (`batch_chars` characters and their ids), one
+read block of a big file (`read_bytes`) and what the parallel encoder keeps, whatever the size of
+the input; the index and the ids go straight to disk. The three outputs are written under temporary
+names in the output's directory and renamed into place only after the whole corpus is encoded and
+fsynced, so a failed or interrupted run leaves nothing under the final names.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Union
+
+import numpy as np
+
+from crayon_hf import __version__
+from crayon_hf.streaming import ParallelEncoder
+
+FORMATS = {"uint16": np.dtype("<u2"), "uint32": np.dtype("<u4"), "npy": np.dtype("<u4")}
+# End-of-text tokens of tokenizer.json vocabularies, in the order they are looked for among the
+# added tokens when the post-processor does not name one.
+EOS_NAMES = ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<｜end▁of▁sentence｜>", "[SEP]")
+
+# A big text file is read in blocks of this size (smaller files in one go) and fed to the parallel
+# encoder, which cuts each into windows of up to 1 MiB, at least two per thread, and encodes them
+# on all cores. The encoder's working set is tens of bytes per character fed, so bigger reads buy
+# no speed, only memory.
+_READ_BYTES = 4 << 20
+_BATCH_CHARS = 4 << 20  # small documents are encoded in batches of about this many characters
+_BATCH_DOCS = 1 << 16
+
+Input = Union[str, "os.PathLike[str]", Iterable[str]]
+
+
+# ------------------------------------------------------------------------------------ readers
+#
+# A reader yields (document, input bytes consumed). A document is a str, or, for a text file too
+# big to hold, an iterator of (str block, bytes) whose concatenation is the document.
+
+
+def _utf8_error(label: str, offset: int, e: UnicodeDecodeError) -> ValueError:
+    return ValueError(f"{label}: invalid UTF-8 at byte {offset + e.start} ({e.reason})")
+
+
+def _complete(buf: bytes) -> int:
+    """The length of buf without a UTF-8 character cut off at its end (at most 3 bytes shorter)."""
+    for back in range(1, min(4, len(buf)) + 1):
+        b = buf[-back]
+        if b < 0x80:
+            return len(buf)
+        if b >= 0xC0:  # a lead byte: how long its character is
+            need = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+            return len(buf) if back >= need else len(buf) - back
+    return len(buf)  # four continuation bytes: invalid, and decoding will say where
+
+
+def _text_blocks(path: str, read_bytes: int) -> Iterator[tuple[str, int]]:
+    """A text file as str blocks of about read_bytes, each a whole number of characters; invalid
+    UTF-8 raises ValueError naming the file and the byte offset."""
+    carry, offset = b"", 0  # offset: where carry starts in the file
+    with open(path, "rb") as f:
+        while data := f.read(read_bytes):
+            buf = carry + data if carry else data
+            cut = _complete(buf)
+            try:
+                text = str(memoryview(buf)[:cut], "utf-8")
+            except UnicodeDecodeError as e:
+                raise _utf8_error(path, offset, e) from None
+            offset += cut
+            carry = buf[cut:]
+            yield text, len(data)
+    if carry:
+        try:
+            carry.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise _utf8_error(path, offset, e) from None
+
+
+def _read_text(path: str, read_bytes: int) -> Iterator[tuple[Any, int]]:
+    size = os.path.getsize(path)
+    if size > read_bytes:
+        yield _text_blocks(path, read_bytes), 0
+        return
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        yield data.decode("utf-8"), len(data)
+    except UnicodeDecodeError as e:
+        raise _utf8_error(path, 0, e) from None
+
+
+def _json_type(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "boolean"
+    return {int: "number", float: "number", list: "array", dict: "object"}.get(type(value), "string")
+
+
+def _read_jsonl(path: str, field: str) -> Iterator[tuple[str, int]]:
+    """One document per non-blank line: the str at `field` of the JSON object on it."""
+    offset = 0
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            start, offset = offset, offset + len(raw)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise _utf8_error(f"{path}:{lineno}", start, e) from None
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                what = e.msg.removesuffix(" at")
+                raise ValueError(f"{path}:{lineno}: invalid JSON at column {e.colno} ({what})") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}:{lineno}: a JSON {_json_type(record)}, not an object")
+            if field not in record:
+                fields = ", ".join(map(repr, list(record)[:8])) or "none"
+                raise ValueError(f"{path}:{lineno}: no field {field!r} (fields: {fields}); choose one with "
+                                 "--jsonl-field")
+            text = record[field]
+            if not isinstance(text, str):
+                raise ValueError(f"{path}:{lineno}: field {field!r} is a JSON {_json_type(text)}, not a string")
+            yield text, len(raw)
+
+
+def _read_parquet(path: str, field: str) -> Iterator[tuple[str, int]]:
+    """One document per row: the string column `field`, read a record batch at a time."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ValueError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)") from None
+    pf = pq.ParquetFile(path)
+    schema = pf.schema_arrow
+    if field not in schema.names:
+        raise ValueError(f"{path}: no column {field!r} (columns: {', '.join(schema.names)}); choose one with "
+                         "--jsonl-field")
+    kind = schema.field(field).type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or getattr(pa.types, "is_string_view", lambda t: False)(kind)):
+        raise ValueError(f"{path}: column {field!r} holds {kind}, not strings")
+    rows, size, done = max(pf.metadata.num_rows, 1), os.path.getsize(path), 0
+    row = 0
+    for batch in pf.iter_batches(batch_size=4096, columns=[field]):
+        texts = batch.column(0).to_pylist()
+        for text in texts:
+            if text is None:
+                raise ValueError(f"{path}: row {row}: {field!r} is null")
+            row += 1
+            # Input bytes are the file's, shared out over its rows.
+            share = size * row // rows - done
+            done += share
+            yield text, share
+
+
+def _read_documents(items: Iterable[Any]) -> Iterator[tuple[str, int]]:
+    for text in items:
+        if not isinstance(text, str):
+            raise ValueError(f"documents must be str, got {type(text).__name__}")
+        yield text, len(text)
+
+
+def input_kind(path: str) -> str:
+    """ "parquet", "jsonl" or "text": Parquet by its magic or extension; JSONL by extension or
+    when the first non-blank line is a JSON object; anything else is one plain-text document."""
+    suffix = Path(path).suffix.lower()
+    with open(path, "rb") as f:
+        magic = f.read(4)
+        if magic == b"PAR1" or suffix == ".parquet":
+            return "parquet"
+        if suffix in (".jsonl", ".ndjson"):
+            return "jsonl"
+        f.seek(0)
+        scanned = 0
+        while scanned < 1 << 20:
+            line = f.readline(1 << 20)
+            if not line:
+                return "text"
+            scanned += len(line)
+            if line.strip():
+                break
+        else:
+            return "text"
+    if not line.lstrip().startswith(b"{"):
+        return "text"
+    try:
+        return "jsonl" if isinstance(json.loads(line), dict) else "text"
+    except ValueError:
+        return "text"
+
+
+def _sources(inputs: Iterable[Input]) -> list[tuple[str, Any]]:
+    """(label, path or iterable) per input, every path checked before any work starts."""
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    out = []
+    for item in inputs:
+        if isinstance(item, (str, os.PathLike)):
+            path = os.fspath(item)
+            if not os.path.exists(path):
+                raise ValueError(f"{path}: no such file")
+            if not os.path.isfile(path):
+                raise ValueError(f"{path}: not a file (one document per file; pass the files)")
+            out.append((path, path))
+        elif isinstance(item, (bytes, bytearray)):
+            raise ValueError("inputs are paths or iterables of str documents, not bytes")
+        else:
+            out.append(("<documents>", item))
+    if not out:
+        raise ValueError("no inputs")
+    return out
+
+
+def _documents(sources: list[tuple[str, Any]], field: str, read_bytes: int) -> Iterator[tuple[Any, int]]:
+    for label, src in sources:
+        if not isinstance(src, str):
+            yield from _read_documents(src)
+            continue
+        kind = input_kind(src)
+        if kind == "parquet":
+            yield from _read_parquet(src, field)
+        elif kind == "jsonl":
+            yield from _read_jsonl(src, field)
+        else:
+            yield from _read_text(src, read_bytes)
+
+
+# ------------------------------------------------------------------------------ tokenizer faces
+
+
+class _Face:
+    """What the loop needs of a tokenizer, for both faces: batches of documents to flat ids, the
+    largest id, and the end-of-text id."""
+
+    def __init__(self, tokenizer: Any, threads: int) -> None:
+        self.tok = tokenizer
+        self.threads = threads
+        self.tiktoken = hasattr(tokenizer, "encode_ordinary")
+        if not self.tiktoken and not hasattr(tokenizer, "encode_batch"):
+            raise ValueError(f"tokenizer: a {type(tokenizer).__name__}; pass what --tokenizer accepts, a tiktoken "
+                             "Encoding, or a crayon_hf.Tokenizer / tokenizers.Tokenizer")
+        self._batch = self._batch_tiktoken if self.tiktoken else self._tokenizer_batch()
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.tok, "name", None) or type(self.tok).__name__)
+
+    def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(all ids, uint32; document lengths, int64)."""
+        return self._batch(texts)
+
+    def _batch_tiktoken(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        to_numpy = getattr(self.tok, "encode_ordinary_batch_to_numpy", None)
+        if to_numpy is not None:  # crayon-hf's Encoding: flat arrays straight from the engine
+            ids, offsets = to_numpy(texts, num_threads=self.threads)
+            return ids, np.diff(offsets)
+        lists = self.tok.encode_ordinary_batch(texts, num_threads=self.threads or os.cpu_count() or 1)
+        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        # Any other tiktoken-like Encoding: array.array takes Python ints almost twice as fast as numpy.
+        flat = array.array("I")
+        for ids in lists:
+            flat.extend(ids)
+        return np.frombuffer(flat, dtype=np.uint32) if flat.itemsize == 4 else np.array(flat, np.uint32), lengths
+
+    def _tokenizer_batch(self):
+        tok = self.tok
+        engine = getattr(tok, "_engine", None)
+        if getattr(tok, "_ref", None) is None and hasattr(engine, "encode_batch"):
+            # crayon_hf.Tokenizer on the native engine. Without special tokens added, truncation or
+            # padding, an Encoding's ids are the model's ids as the engine returns them, so the
+            # batch skips building Encodings (a matrix of seven int64 rows per token).
+            def run(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+                try:
+                    return _flat([r[0] for r in engine.encode_batch(texts, tok._encode_special_tokens, self.threads)])
+                except UnicodeEncodeError as e:
+                    raise ValueError(f"a document is not valid Unicode text ({e.reason})") from None
+
+            return run
+        import copy
+
+        # Any other tokenizers-like object: a copy without truncation or padding.
+        if getattr(tok, "truncation", None) is not None or getattr(tok, "padding", None) is not None:
+            tok = copy.deepcopy(tok)
+            tok.no_truncation()
+            tok.no_padding()
+        return lambda texts: _flat([np.asarray(e.ids, np.uint32)
+                                    for e in tok.encode_batch(texts, add_special_tokens=False)])
+
+    def max_id(self) -> int:
+        if self.tiktoken:
+            return int(self.tok.max_token_value)
+        return max(self.tok.get_vocab(with_added_tokens=True).values())
+
+    def eos(self, token: str | None) -> tuple[int, str]:
+        """(id, token): `token` if given, else the tokenizer's end-of-text token."""
+        if self.tiktoken:
+            if token is not None:
+                try:
+                    return int(self.tok.encode_single_token(token)), token
+                except KeyError:
+                    raise ValueError(f"--eos-token {token!r} is not a token of {self.name}") from None
+            try:
+                eot = int(self.tok.eot_token)
+            except (KeyError, AttributeError):
+                raise ValueError(f"--append-eos: {self.name} has no <|endoftext|> token; "
+                                 "pass --eos-token TOKEN") from None
+            return eot, self.tok.decode_single_token_bytes(eot).decode("utf-8", "replace")
+        if token is not None:
+            i = self.tok.token_to_id(token)
+            if i is None:
+                raise ValueError(f"--eos-token {token!r} is not a token of this tokenizer")
+            return int(i), token
+        data = json.loads(self.tok.to_str())
+        added = {t["content"] for t in data.get("added_tokens") or []}
+        for name in [*_template_end_tokens(data.get("post_processor")), *(n for n in EOS_NAMES if n in added)]:
+            i = self.tok.token_to_id(name)
+            if i is not None:
+                return int(i), name
+        raise ValueError("--append-eos: this tokenizer has no end-of-text token; pass --eos-token TOKEN")
+
+
+def _flat(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    return (np.concatenate(arrays).astype(np.uint32, copy=False) if arrays else np.zeros(0, np.uint32)), lengths
+
+
+def _template_end_tokens(processor: dict | None) -> list[str]:
+    """Special tokens a post-processor puts after a single sequence (`[SEP]`, `</s>`, ...): the
+    tokenizer's own end-of-sequence marker when it has one."""
+    if not processor:
+        return []
+    kind = processor.get("type")
+    if kind == "Sequence":
+        return [t for p in processor.get("processors") or [] for t in _template_end_tokens(p)]
+    if kind in ("BertProcessing", "RobertaProcessing"):
+        return [processor["sep"][0]]
+    if kind == "TemplateProcessing":
+        after, seen = [], False
+        for piece in processor.get("single") or []:
+            if "Sequence" in piece:
+                seen = True
+            elif seen and "SpecialToken" in piece:
+                after.append(piece["SpecialToken"]["id"])
+        return after
+    return []
+
+
+# ---------------------------------------------------------------------------------- the writer
+
+
+class _PendingFile:
+    """A file written under a temporary name beside its final one; `commit` renames it there."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.tmp-{os.getpid()}")
+        self._f = open(self.tmp, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in finish/abort
+
+    def write(self, data: Any) -> None:
+        self._f.write(data)
+
+    def finish(self) -> None:
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+
+    def commit(self) -> None:
+        os.chmod(self.tmp, 0o644)
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self._f.close()
+        try:
+            os.unlink(self.tmp)
+        except FileNotFoundError:
+            pass
+
+
+class _ArrayFile(_PendingFile):
+    """A 1-D array appended to disk: raw little-endian, or .npy with a header of fixed size
+    reserved up front and filled in with the final length at the end."""
+
+    def __init__(self, path: str, dtype: np.dtype, npy: bool) -> None:
+        super().__init__(path)
+        self.dtype, self.npy, self.n = dtype, npy, 0
+        if npy:
+            self._header = self._write_header(0)
+
+    def _write_header(self, n: int) -> int:
+        import numpy.lib.format as npf
+
+        npf.write_array_header_1_0(self._f, {"descr": npf.dtype_to_descr(self.dtype), "fortran_order": False,
+                                             "shape": (n,)})
+        return self._f.tell()
+
+    def append(self, values: np.ndarray) -> None:
+        data = np.ascontiguousarray(values, dtype=self.dtype)
+        self._f.write(memoryview(data).cast("B"))
+        self.n += data.size
+
+    def finish(self) -> None:
+        if self.npy:
+            self._f.flush()
+            self._f.seek(0)
+            # numpy pads the header to the same size for any length (it leaves room for the
+            # shape to grow), so the final header fits the reserved one exactly.
+            if self._write_header(self.n) != self._header:
+                raise RuntimeError("crayon-hf: the .npy header changed size; please report this")
+        super().finish()
+
+
+class _CorpusWriter:
+    """The token file and the index of document starts, with the EOS after each document."""
+
+    def __init__(self, output: str, dtype: np.dtype, npy: bool, eos: int | None) -> None:
+        self.eos = eos
+        self.files: list[_PendingFile] = []
+        self.tokens = self._open(output, dtype, npy)
+        self.index = self._open(f"{output}.idx.npy", np.dtype("<i8"), True)
+        self.index.append(np.zeros(1, dtype=np.int64))
+        self.limit = np.iinfo(dtype).max
+
+    def _open(self, path: str, dtype: np.dtype, npy: bool) -> _ArrayFile:
+        try:
+            f = _ArrayFile(path, dtype, npy)
+        except BaseException:  # the files opened before it go too
+            self.abort()
+            raise
+        self.files.append(f)
+        return f
+
+    def _ids(self, ids: np.ndarray) -> None:
+        if ids.size and self.limit < 0xFFFFFFFF and int(ids.max()) > self.limit:
+            raise ValueError(f"token id {int(ids.max())} does not fit {self.tokens.dtype.name}; use --format uint32")
+        self.tokens.append(ids)
+
+    def documents(self, flat: np.ndarray, lengths: np.ndarray) -> None:
+        """Whole documents: their ids one after another and each one's length."""
+        if self.eos is not None:
+            flat = np.insert(flat, np.cumsum(lengths), self.eos)
+            lengths = lengths + 1
+        base = self.tokens.n
+        self._ids(flat)
+        self.index.append(base + np.cumsum(lengths))
+
+    def part(self, ids: np.ndarray) -> None:
+        """Ids of the document being streamed."""
+        self._ids(ids)
+
+    def end_document(self) -> None:
+        if self.eos is not None:
+            self._ids(np.array([self.eos], dtype=np.uint32))
+        self.index.append(np.array([self.tokens.n], dtype=np.int64))
+
+    @property
+    def n_docs(self) -> int:
+        return self.index.n - 1
+
+    def commit(self, meta: dict) -> None:
+        """fsync both arrays, write the sidecar, then rename all three into place."""
+        for f in self.files:
+            f.finish()
+        sidecar = _PendingFile(f"{self.tokens.path}.json")
+        self.files.append(sidecar)
+        sidecar.write(json.dumps(meta, indent=2).encode("utf-8") + b"\n")
+        sidecar.finish()
+        for f in self.files:
+            f.commit()
+        try:
+            fd = os.open(os.path.dirname(os.path.abspath(self.tokens.path)), os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def abort(self) -> None:
+        for f in self.files:
+            f.abort()
+
+
+# ------------------------------------------------------------------------------ small documents
+
+
+class _Batches:
+    """Small documents, encoded a batch at a time on a worker thread while the next batch is read
+    (the native batch call releases the GIL, so parsing JSON overlaps encoding) and written in
+    order. At most two batches are held: the one being read and the one being encoded."""
+
+    def __init__(self, face: _Face, writer: _CorpusWriter, bar: _Progress, batch_chars: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.face, self.writer, self.bar, self.batch_chars = face, writer, bar, batch_chars
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="crayon-encode-corpus")
+        self.texts: list[str] = []
+        self.chars = self.nbytes = 0
+        self.inflight: tuple[Any, int] | None = None  # (future, input bytes)
+
+    def add(self, text: str, nbytes: int) -> None:
+        self.texts.append(text)
+        self.chars += len(text)
+        self.nbytes += nbytes
+        if self.chars >= self.batch_chars or len(self.texts) >= _BATCH_DOCS:
+            self._submit()
+
+    def _submit(self) -> None:
+        """Starts encoding the batch being read, then writes the one before it."""
+        started = (self.pool.submit(self.face.encode_batch, self.texts), self.nbytes) if self.texts else None
+        if not self.texts:
+            self.bar.update(self.nbytes)
+        self.texts, self.chars, self.nbytes = [], 0, 0
+        self._write()
+        self.inflight = started
+
+    def _write(self) -> None:
+        if self.inflight is not None:
+            future, nbytes = self.inflight
+            self.inflight = None
+            self.writer.documents(*future.result())
+            self.bar.update(nbytes)
+
+    def drain(self) -> None:
+        """Writes every document added so far."""
+        self._submit()
+        self._write()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+# -------------------------------------------------------------------------------- progress
+
+
+class _Progress:
+    """Input bytes and MiB/s on stderr: tqdm when installed, else one rewritten line."""
+
+    def __init__(self, total: int | None, enabled: bool) -> None:
+        self._bar = None
+        self.enabled = enabled
+        if not enabled:
+            return
+        try:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total or None, unit="B", unit_scale=True, unit_divisor=1024,
+                             desc="encode-corpus", file=sys.stderr, mininterval=0.5)
+        except ImportError:
+            self.total, self.done, self.start, self.shown = total, 0, time.perf_counter(), 0.0
+
+    def update(self, n: int) -> None:
+        if not self.enabled or n <= 0:
+            return
+        if self._bar is not None:
+            self._bar.update(n)
+            return
+        self.done += n
+        now = time.perf_counter()
+        if now - self.shown >= 0.5:
+            self.shown = now
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        rate = self.done / max(now - self.start, 1e-9) / (1 << 20)
+        share = f"{100 * self.done / self.total:5.1f}% " if self.total else f"{self.done / (1 << 20):,.0f} MiB "
+        print(f"\rencode-corpus: {share}{rate:7.1f} MiB/s", end="", file=sys.stderr)
+
+    def close(self) -> None:
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.close()
+        else:
+            self._line(time.perf_counter())
+            print(file=sys.stderr)
+
+
+# ------------------------------------------------------------------------------------ the loop
+
+
+def encode_corpus(
+    inputs: Input | Iterable[Input],
+    output: str | os.PathLike[str],
+    tokenizer: Any,
+    *,
+    format: str = "uint32",
+    append_eos: bool = False,
+    eos_token: str | None = None,
+    jsonl_field: str = "text",
+    threads: int | None = None,
+    progress: bool = True,
+    pattern: str | None = None,
+    read_bytes: int = _READ_BYTES,
+    block_chars: int | None = None,
+    batch_chars: int = _BATCH_CHARS,
+) -> dict:
+    """Encodes every document of `inputs`, in order, into `output` (see the module docstring).
+
+    `inputs`: paths of plain-text files (one document each), JSONL files (one document per line,
+    the string at `jsonl_field`) and Parquet files (one per row, column `jsonl_field`), or
+    iterables of str documents. `tokenizer`: what ``--tokenizer`` accepts, or a loaded tiktoken
+    Encoding or Tokenizer. `format`: "uint32" or "uint16" (raw little-endian) or "npy".
+    `threads`: None follows CRAYON_NUM_THREADS / RAYON_NUM_THREADS, else every core (0 too).
+    `read_bytes`, `block_chars`, `batch_chars`: the memory bounds (read block of big text files,
+    parallel encoder block (default: two per thread in a read block), batch of small documents).
+    Returns the summary written to OUTPUT.json, with the paths and the time taken."""
+    from crayon_hf._threads import default_threads
+
+    start = time.perf_counter()
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}: use uint16, uint32 or npy")
+    if eos_token is not None and not append_eos:
+        raise ValueError("--eos-token is the token --append-eos appends; pass --append-eos too")
+    if min(read_bytes, block_chars or 1, batch_chars) <= 0:
+        raise ValueError("read_bytes, block_chars and batch_chars must be positive")
+    if threads is not None and threads < 0:
+        raise ValueError(f"--threads {threads}: must be 0 (every core) or more")
+    sources = _sources(inputs)
+    output = os.fspath(output)
+    spec = tokenizer if isinstance(tokenizer, (str, os.PathLike)) else None
+    if spec is not None:
+        from crayon_hf._resolve import load_tokenizer
+
+        tokenizer = load_tokenizer(os.fspath(spec), pattern=pattern)
+    threads = default_threads() if threads is None else threads
+    if block_chars is None:
+        block_chars = min(1 << 20, max(1 << 16, read_bytes // (2 * (threads or os.cpu_count() or 1))))
+    face = _Face(tokenizer, threads)
+    eos, eos_name = face.eos(eos_token) if append_eos else (None, None)
+    dtype = FORMATS[format]
+    if format == "uint16" and (top := face.max_id()) > 0xFFFF:
+        raise ValueError(f"--format uint16: this tokenizer's ids go up to {top:,}, past 65,535; use --format uint32")
+
+    total = sum(os.path.getsize(s) for _, s in sources if isinstance(s, str))
+    known_total = all(isinstance(s, str) for _, s in sources)
+    writer = _CorpusWriter(output, dtype, format == "npy", eos)
+    bar = _Progress(total if known_total else None, progress)
+    batches = _Batches(face, writer, bar, batch_chars)
+    try:
+        parallel: Any = None
+        for doc, nbytes in _documents(sources, jsonl_field, read_bytes):
+            if isinstance(doc, str) and len(doc) <= read_bytes:
+                batches.add(doc, nbytes)
+                continue
+            # A long document: through the parallel encoder, in order after the batches before it.
+            batches.drain()
+            if parallel is None:
+                parallel = ParallelEncoder(tokenizer, threads=threads, block_chars=block_chars)
+            for text, n in [(doc, nbytes)] if isinstance(doc, str) else doc:
+                writer.part(parallel.feed(text))
+                bar.update(n)
+            writer.part(parallel.finish())
+            writer.end_document()
+        batches.drain()
+        summary = {
+            "tokenizer": os.fspath(spec) if spec is not None else face.name,
+            "format": format,
+            "dtype": dtype.str,
+            "n_tokens": writer.tokens.n,
+            "n_docs": writer.n_docs,
+            "append_eos": append_eos,
+            "eos_id": eos,
+            "eos_token": eos_name,
+            "jsonl_field": jsonl_field,
+            "inputs": [label for label, _ in sources],
+            "index": os.path.basename(writer.index.path),
+            "crayon_hf_version": __version__,
+        }
+        writer.commit(summary)
+    except BaseException:
+        batches.close()
+        writer.abort()
+        raise
+    finally:
+        batches.close()
+        bar.close()
+    return {**summary, "output": output, "index_path": writer.index.path, "sidecar": f"{output}.json",
+            "input_bytes": total, "seconds": time.perf_counter() - start}
