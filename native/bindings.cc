@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -206,6 +207,57 @@ std::string decode_ids(const TiktokenEngine& e, const py::handle& ids) {
   }
   if (!ok) raise_bad_token(bad);
   return out;
+}
+
+// A tiktoken batch encoded without the GIL: one id vector per text, or the first text holding a
+// special token flagged in `disallowed` (checked before that text is encoded, as tiktoken does).
+struct TiktokenBatch {
+  std::vector<std::vector<uint32_t>> ids;
+  int64_t denied_text = -1;
+  int32_t denied_special = -1;
+};
+
+TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& texts, const py::bytes& allowed,
+                                    const py::bytes& disallowed, size_t num_threads, bool ordinary) {
+  std::vector<std::string_view> views;
+  views.reserve(texts.size());
+  for (py::handle h : texts) views.push_back(utf8_view(h));
+  const std::vector<uint8_t> allow = mask_from(allowed);
+  const std::vector<uint8_t> deny = mask_from(disallowed);
+  const bool check = std::find(deny.begin(), deny.end(), 1) != deny.end();
+  TiktokenBatch b;
+  b.ids.resize(views.size());
+  std::vector<int32_t> found(views.size(), -1);
+  bool missing = false;
+  uint8_t missing_byte = 0;
+  {
+    py::gil_scoped_release release;
+    try {
+      parallel_for(views.size(), num_threads, [&](size_t i) {
+        if (check) {
+          const SpecialMatch m = e.find_special(views[i], deny);
+          if (m.index >= 0) {
+            found[i] = m.index;
+            return;
+          }
+        }
+        if (ordinary) e.encode_ordinary(views[i], b.ids[i]);
+        else e.encode(views[i], allow, b.ids[i]);
+      });
+    } catch (const BpeError& err) {
+      missing = true;
+      missing_byte = err.byte();
+    }
+  }
+  if (missing) raise_missing_byte(BpeError(missing_byte));
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (found[i] >= 0) {
+      b.denied_text = static_cast<int64_t>(i);
+      b.denied_special = found[i];
+      break;
+    }
+  }
+  return b;
 }
 
 py::dict cartridge_info(const Cartridge& c) {
@@ -718,6 +770,10 @@ PYBIND11_MODULE(_crayon, m) {
   bind_hf(m);
   py::register_exception<CartridgeError>(m, "CartridgeError", PyExc_ValueError);
 
+  m.def("pool_workers", [] { return pool_workers(); },
+        "Worker threads the batch pool of this process has started (0 in a forked child until its "
+        "first parallel batch): the pool's threads are kept between calls.");
+
   m.def("xxhash64", [](const py::bytes& data, uint64_t seed) {
     std::string_view v = bytes_view(data);
     return xxhash64(v.data(), v.size(), seed);
@@ -886,46 +942,35 @@ PYBIND11_MODULE(_crayon, m) {
         return py::int_(m.index);
       }, "Index of the first special token (among those flagged in the mask) occurring in text, or None.")
       .def("encode_batch", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) {
-        const Engine& e = *pe;
-        std::vector<std::string_view> views;
-        views.reserve(texts.size());
-        for (py::handle h : texts) views.push_back(utf8_view(h));
-        std::vector<uint8_t> allow = mask_from(allowed);
-        std::vector<uint8_t> deny = mask_from(disallowed);
-        const bool check = std::find(deny.begin(), deny.end(), 1) != deny.end();
-        std::vector<std::vector<uint32_t>> out(views.size());
-        std::vector<int32_t> found(views.size(), -1);
-        bool missing = false;
-        uint8_t missing_byte = 0;
-        {
-          py::gil_scoped_release release;
-          try {
-            parallel_for(views.size(), num_threads, [&](size_t i) {
-              if (check) {
-                const SpecialMatch m = e.find_special(views[i], deny);
-                if (m.index >= 0) {
-                  found[i] = m.index;
-                  return;
-                }
-              }
-              if (ordinary) e.encode_ordinary(views[i], out[i]);
-              else e.encode(views[i], allow, out[i]);
-            });
-          } catch (const BpeError& err) {
-            missing = true;
-            missing_byte = err.byte();
-          }
-        }
-        if (missing) raise_missing_byte(BpeError(missing_byte));
-        for (size_t i = 0; i < found.size(); ++i) {
-          if (found[i] >= 0) return py::object(py::make_tuple(i, found[i]));
-        }
-        py::list result(views.size());
-        for (size_t i = 0; i < out.size(); ++i) result[i] = pe.to_list(out[i]);
+        const TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary);
+        if (b.denied_text >= 0) return py::object(py::make_tuple(b.denied_text, b.denied_special));
+        py::list result(b.ids.size());
+        for (size_t i = 0; i < b.ids.size(); ++i) result[i] = pe.to_list(b.ids[i]);
         return py::object(result);
       }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
       "Encodes many texts in parallel. Returns the list of id lists, or (text index, special index) "
       "for the first text holding a disallowed special token.")
+      .def("encode_batch_to_numpy", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::tuple {
+        TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary);
+        if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
+        const size_t nb = b.ids.size();
+        py::array_t<int64_t> offsets(static_cast<py::ssize_t>(nb + 1));
+        int64_t* off = offsets.mutable_data();
+        off[0] = 0;
+        for (size_t i = 0; i < nb; ++i) off[i + 1] = off[i] + static_cast<int64_t>(b.ids[i].size());
+        py::array_t<uint32_t> ids(static_cast<py::ssize_t>(off[nb]));
+        uint32_t* dst = ids.mutable_data();
+        {
+          py::gil_scoped_release release;
+          parallel_for(nb, num_threads, [&](size_t i) {
+            std::copy(b.ids[i].begin(), b.ids[i].end(), dst + off[i]);
+            std::vector<uint32_t>().swap(b.ids[i]);  // freed on the thread that copies it
+          });
+        }
+        return py::make_tuple(ids, offsets);
+      }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
+      "encode_batch as two arrays: (ids uint32, offsets int64 of len(texts) + 1), text i being "
+      "ids[offsets[i]:offsets[i + 1]]; or (text index, special index) as encode_batch.")
       .def("decode_bytes", [](const PyEngine& pe, const py::handle& ids) { return py::bytes(decode_ids(*pe, ids)); })
       .def("decode", [](const PyEngine& pe, const py::handle& ids, const std::string& errors) {
         const std::string out = decode_ids(*pe, ids);

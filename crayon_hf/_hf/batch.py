@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from crayon_hf._hf.encoding import ATTN, END, START, Encoding
+from crayon_hf._hf.encoding import ATTN, END, ID, START, Encoding
 from crayon_hf._native import native
 from crayon_hf._hf.postprocess import _USIZE_MOD, PaddingParams, TruncationParams, post_process
 from crayon_hf._hf.processors import _vocab_space_counts
@@ -31,7 +31,7 @@ _ROWS = 7
 _NO_TRUNCATION = 1 << 62  # a usize "max_length" that wrapped around: nothing is ever that long
 
 
-class BatchArrays:
+class AssembledBatch:
     """The final encodings of a batch of single sequences.
 
     m: (7, total) int64, the documents one after another, and bounds: (B + 1,) their columns --
@@ -78,6 +78,18 @@ class BatchArrays:
         if self.padded is None:
             return self.offsets()  # type: ignore[return-value]
         return native.pair_lists(self.padded[START].reshape(-1), self.padded[END].reshape(-1), self._row_bounds())
+
+    def flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids uint32, offsets int64 (n, 2), doc_offsets int64 (B + 1,)): every document's tokens,
+        padding included, one after another; document i is [doc_offsets[i], doc_offsets[i + 1])."""
+        if self.padded is None:
+            m, bounds = self.m, self.bounds
+        else:
+            m, bounds = self.padded.reshape(_ROWS, -1), self._row_bounds()
+        offsets = np.empty((m.shape[1], 2), dtype=np.int64)
+        offsets[:, 0] = m[START]
+        offsets[:, 1] = m[END]
+        return m[ID].astype(np.uint32), offsets, bounds
 
     def _row_bounds(self) -> np.ndarray:
         b, length = self.padded.shape[1:]
@@ -164,7 +176,7 @@ def encode_singles(
     padding: PaddingParams | None,
     encode_special_tokens: bool,
     num_threads: int = 0,
-) -> BatchArrays | None:
+) -> AssembledBatch | None:
     """`tok._encode_batch_with(texts, False, add_special_tokens, truncation, padding, ...)` as
     arrays, for a native `crayon_hf.Tokenizer`; None where the caller must take that path."""
     if not texts:
@@ -204,7 +216,7 @@ def encode_singles(
         m, bounds = raw.assemble(*args, -1, False, 0, 0, num_threads)
         m.setflags(write=False)
         lengths = (keep + (prefix.shape[1] + suffix.shape[1])).tolist()
-        return BatchArrays(m, bounds, None, LazyEncodings(tok, raw, add_special_tokens, truncation, None), lengths)
+        return AssembledBatch(m, bounds, None, LazyEncodings(tok, raw, add_special_tokens, truncation, None), lengths)
     longest = int(keep.max()) + prefix.shape[1] + suffix.shape[1]
     target = padding.length if padding.length is not None else longest
     multiple = padding.pad_to_multiple_of
@@ -215,4 +227,4 @@ def encode_singles(
     padded = raw.assemble(*args, target, padding.direction == "left", padding.pad_id, padding.pad_type_id, num_threads)
     lazy_padding = PaddingParams(target, padding.direction, None, padding.pad_id, padding.pad_type_id, padding.pad_token)
     lazy = LazyEncodings(tok, raw, add_special_tokens, truncation, lazy_padding)
-    return BatchArrays(None, None, padded, lazy, [target] * len(texts))
+    return AssembledBatch(None, None, padded, lazy, [target] * len(texts))
