@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ import crayon_hf.corpus as corpus
 from crayon_hf.cli import main
 from crayon_hf.corpus import encode_corpus
 from crayon_hf.tiktoken import get_encoding
-from support import CORPORA, ROOT, VOCAB, corpus_text, reference_encoding, require_module, require_shared, short_docs
+from support import CORPORA, VOCAB, corpus_text, reference_encoding, require_module, require_shared, short_docs
 
 TEXT_FILES = ["en_botchan.txt", "ja_wagahaiwa_nekodearu.txt", "zh_hongloumeng.txt", "code_cpython_headers.h.txt",
               "multi_udhr_scripts.txt"]
@@ -369,8 +370,13 @@ _CHILD = textwrap.dedent("""
 
 
 def peak_rss_mib(src, out, tokenizer: str) -> int:
+    import crayon_hf
+
+    # The child imports the crayon_hf this test runs (installed, or a checkout with its built
+    # engine), never the source tree by accident of its working directory.
+    env = dict(os.environ, PYTHONPATH=str(Path(crayon_hf.__file__).resolve().parents[1]))
     run = subprocess.run([sys.executable, "-c", _CHILD, str(src), str(out), tokenizer], capture_output=True,
-                         text=True, cwd=ROOT, timeout=300)
+                         text=True, cwd=Path(out).parent, env=env, timeout=300)
     assert run.returncode == 0, run.stderr
     peak, n_tokens, _ = run.stdout.split()
     assert int(n_tokens) == len(np.memmap(out, dtype="<u4", mode="r"))
