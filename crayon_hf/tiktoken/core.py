@@ -189,11 +189,7 @@ class Encoding:
         """
         if self._fallback is not None:
             return self._fallback.encode_ordinary_batch(text, num_threads=num_threads)
-        texts = list(text)
-        try:
-            return self._engine.encode_batch(texts, b"", b"", num_threads, True)
-        except UnicodeEncodeError:
-            return self._engine.encode_batch([_fix_surrogates(t) for t in texts], b"", b"", num_threads, True)
+        return _surrogates_fixed(lambda texts: self._engine.encode_batch(texts, b"", b"", num_threads, True), text)
 
     def encode_batch(
         self,
@@ -245,11 +241,8 @@ class Encoding:
         """
         if self._fallback is not None:
             return _flat_arrays(self._fallback.encode_ordinary_batch(text, num_threads=num_threads))
-        texts = list(text)
-        try:
-            return self._engine.encode_batch_to_numpy(texts, b"", b"", num_threads, True)
-        except UnicodeEncodeError:
-            return self._engine.encode_batch_to_numpy([_fix_surrogates(t) for t in texts], b"", b"", num_threads, True)
+        return _surrogates_fixed(
+            lambda texts: self._engine.encode_batch_to_numpy(texts, b"", b"", num_threads, True), text)
 
     def encode_batch_to_numpy(
         self,
@@ -567,6 +560,15 @@ class Encoding:
             self.__dict__ = Encoding.from_cartridge(value["cartridge"]).__dict__
             return
         self.__init__(**value)
+
+
+def _surrogates_fixed(call: Any, text: Sequence[str]) -> Any:
+    """`call(texts)`, retried with lone surrogates replaced (as tiktoken does) if UTF-8 refuses one."""
+    texts = list(text)
+    try:
+        return call(texts)
+    except UnicodeEncodeError:
+        return call([_fix_surrogates(t) for t in texts])
 
 
 def _fix_surrogates(text: str) -> str:
