@@ -20,6 +20,7 @@ for step, so the chunks are the same.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Callable, Sequence
 
@@ -157,14 +158,24 @@ class _Units:
 
         if self.tiktoken:
             lengths = self._token_lengths()
+            flat_batch = getattr(self.enc, "encode_ordinary_batch_to_numpy", None)  # crayon-hf's, not tiktoken's
+            if flat_batch is not None:
+                flat, bounds = flat_batch(texts, num_threads=threads or 8)
+                docs = [flat[bounds[i]:bounds[i + 1]] for i in range(len(texts))]
+            else:
+                docs = [np.asarray(ids, dtype=np.int64) for ids in self.enc.encode_ordinary_batch(texts, num_threads=threads or 8)]
             out = []
-            for ids in self.enc.encode_ordinary_batch(texts, num_threads=threads or 8):
-                ids = np.asarray(ids, dtype=np.int64)
-                ends = np.cumsum(lengths[ids]) if len(ids) else ids
-                out.append((ids, ends - lengths[ids], ends))
+            for ids in docs:
+                sizes = lengths[ids]
+                ends = np.cumsum(sizes)
+                out.append((ids, ends - sizes, ends))
             return out
         if len(texts) == 1:
             return [self._arrays(self.backend.encode(texts[0], add_special_tokens=False))]
+        if hasattr(self.backend, "encode_batch_to_numpy"):  # crayon-hf's Tokenizer: no Encoding objects
+            b = self.backend.encode_batch_to_numpy(texts, add_special_tokens=False)
+            return [(b.ids[lo:hi], b.offsets[lo:hi, 0], b.offsets[lo:hi, 1])
+                    for lo, hi in zip(b.doc_offsets[:-1], b.doc_offsets[1:])]
         return [self._arrays(e) for e in self.backend.encode_batch(texts, add_special_tokens=False)]
 
     def unit(self, text: str, p: int) -> int:
@@ -177,7 +188,11 @@ class _Units:
 
 
 _WORD_EDGE = re.compile(r"(?<=\S)(?=\s)|(?<=\s)(?=\S)")
-_WORD_END = re.compile(r"(?<=\S)(?=\s)")
+# Where ParallelEncoder cuts its blocks: the start of a line, or the end of a word before a space
+# or tab. Both are token boundaries in the supported pipelines almost always (byte-level tokens
+# carry their leading space, Metaspace its ▁; no pattern joins a line break to the letter after
+# it), while the end of a line often is not ("。\n" and ".\n\n" are one pre-token in cl100k).
+_CUT = re.compile(r"(?<=\n)(?=\S)|(?<=\S)(?=[ \t])")
 
 
 def _word_boundaries(text: str, start: int, stop: int | None = None) -> list[int]:
@@ -352,40 +367,45 @@ class ParallelEncoder(_Windows):
             return empty
         cuts, goal = [], self._done + self.block_chars
         while goal < last:
-            # The end of a word (before whitespace): a token boundary in every supported pipeline
-            # (byte-level tokens carry their leading space, Metaspace its ▁), so cuts rarely fail.
-            m = _WORD_END.search(buf, goal, last)
+            m = _CUT.search(buf, goal, last)
             if m is None:
                 break
             cuts.append(m.start())
             goal = m.start() + self.block_chars
         cuts.append(last)
         pieces: list = []
+        piece_starts: list[int] = []
         lo = self._done
+        # Windows per native call: enough to keep every thread busy, few enough that the call's
+        # arrays (ids and offsets of every token) stay a small multiple of block_chars.
+        group = 2 * max(1, self.threads or os.cpu_count() or 1)
         while cuts:
-            starts_at = [lo] + cuts[:-1]
+            head = cuts[:group]
+            starts_at = [lo] + head[:-1]
             windows = []
-            for a, b in zip(starts_at, cuts):
+            for a, b in zip(starts_at, head):
                 left = _left_margin(buf, a)
                 windows.append((left, buf[left: _right_margin(buf, b) or len(buf)]))
             encoded = self._units.run([w for _, w in windows], self.threads)
             for j, ((left, window), (ids, starts, ends)) in enumerate(zip(windows, encoded)):
-                a, b = starts_at[j], cuts[j]
+                a, b = starts_at[j], head[j]
                 first = _boundary_index(starts, ends, self._units.unit(window, a - left))
-                if first is None and j == 0:
-                    first = self._resume(window, left, starts, ends)  # raises: a was a boundary before
                 last = _boundary_index(starts, ends, self._units.unit(window, b - left))
-                if first is None:  # this window sees no boundary at a: join the blocks before and after a
-                    pieces.pop()
-                    lo, cuts = starts_at[j - 1], cuts[j:]
-                    break
+                if first is None:
+                    if not pieces:  # a is where the stream resumes, a boundary before
+                        first = self._resume(window, left, starts, ends)  # raises
+                    else:  # this window sees no boundary at a: join the blocks before and after a
+                        pieces.pop()
+                        lo, cuts = piece_starts.pop(), cuts[j:]
+                        break
                 if last is None:  # no boundary at b: join the blocks before and after b
                     lo, cuts = a, cuts[j + 1:]
                     break
-                pieces.append(np.array(ids[first:last], dtype=np.uint32))  # a copy: frees the batch's matrix
+                pieces.append(np.array(ids[first:last], dtype=np.uint32))  # a copy: frees the batch's arrays
+                piece_starts.append(a)
                 lo = b
             else:
-                break
+                cuts = cuts[len(head):]
         if lo == self._done:
             return empty
         self._advance(lo)

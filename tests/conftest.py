@@ -19,11 +19,23 @@ if not os.path.exists(os.path.join(os.path.dirname(crayon_hf.__file__), "tiktoke
     )
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (pyproject's addopts): one worker per core, at most 4 (each worker imports
+    transformers, torch and the reference libraries; more would cost memory, not time)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
-    """Each test session builds its cartridges in a fresh cache (exercising the first-use path)."""
+    """Each test session builds its cartridges in a fresh cache (exercising the first-use path).
+    Under pytest-xdist the workers of one run share it: writes to the cache are atomic, so workers
+    racing to build the same cartridge is itself a case the cache must handle."""
     if "CRAYON_HF_CACHE" not in os.environ:
-        os.environ["CRAYON_HF_CACHE"] = str(tmp_path_factory.mktemp("crayon_cache"))
+        base = tmp_path_factory.getbasetemp()
+        shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+        cache = shared / "crayon_cache"
+        cache.mkdir(exist_ok=True)
+        os.environ["CRAYON_HF_CACHE"] = str(cache)
     yield
 
 
