@@ -211,6 +211,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", choices=sorted(TOKENIZERS))
     ap.add_argument("--big-gib", type=float, default=0.0, help="also encode a generated text file of this many GiB")
     ap.add_argument("--tmp", default=tempfile.gettempdir(), help="where generated inputs and outputs go")
+    ap.add_argument("--big-only", action="store_true", help="measure only the --big-gib file")
     ap.add_argument("--merge", action="store_true", help="keep the rows of corpus.json not measured now")
     args = ap.parse_args()
 
@@ -220,7 +221,8 @@ def main() -> None:
         tmp = Path(d)
         text = tmp / "corpora.txt"
         make_text(text, 0)
-        inputs = [("text", [str(text)], args.reps, True), ("jsonl", [str(CORPORA / "short_docs.jsonl")], args.reps, True)]
+        inputs = [] if args.big_only else [("text", [str(text)], args.reps, True),
+                                           ("jsonl", [str(CORPORA / "short_docs.jsonl")], args.reps, True)]
         if args.big_gib:
             big = tmp / "big.txt"
             print(f"writing {args.big_gib:g} GiB of text to {big} ...", flush=True)
