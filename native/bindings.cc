@@ -5,9 +5,11 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "cartridge.h"
@@ -217,8 +219,11 @@ struct TiktokenBatch {
   int32_t denied_special = -1;
 };
 
+// `finished(batch, i)` runs on the thread that encoded text i, right after it, without the GIL.
+template <class Finished>
 TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& texts, const py::bytes& allowed,
-                                    const py::bytes& disallowed, size_t num_threads, bool ordinary) {
+                                    const py::bytes& disallowed, size_t num_threads, bool ordinary,
+                                    Finished&& finished) {
   std::vector<std::string_view> views;
   views.reserve(texts.size());
   for (py::handle h : texts) views.push_back(utf8_view(h));
@@ -236,13 +241,13 @@ TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& tex
       parallel_for(views.size(), num_threads, [&](size_t i) {
         if (check) {
           const SpecialMatch m = e.find_special(views[i], deny);
-          if (m.index >= 0) {
-            found[i] = m.index;
-            return;
-          }
+          if (m.index >= 0) found[i] = m.index;
         }
-        if (ordinary) e.encode_ordinary(views[i], b.ids[i]);
-        else e.encode(views[i], allow, b.ids[i]);
+        if (found[i] < 0) {
+          if (ordinary) e.encode_ordinary(views[i], b.ids[i]);
+          else e.encode(views[i], allow, b.ids[i]);
+        }
+        finished(b, i);
       });
     } catch (const BpeError& err) {
       missing = true;
@@ -258,6 +263,42 @@ TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& tex
     }
   }
   return b;
+}
+
+// encode_batch's lists, built while the batch is encoded. Python objects need the GIL, so
+// building them after the encoding would leave every other core idle for that time. Instead the
+// calling thread, between documents of its own, takes the GIL and turns each run of finished
+// documents (in order, 32 at a time) into lists, freeing their ids; the pool's threads keep
+// encoding meanwhile. A text holding a disallowed special token makes the result
+// (text index, special index) instead, as encode_tiktoken_batch does.
+py::object encode_tiktoken_batch_lists(const PyEngine& pe, const py::list& texts, const py::bytes& allowed,
+                                       const py::bytes& disallowed, size_t num_threads, bool ordinary) {
+  const size_t n = texts.size();
+  constexpr size_t kRun = 32;
+  py::list result(n);
+  std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[n]);
+  for (size_t i = 0; i < n; ++i) ready[i].store(false, std::memory_order_relaxed);
+  size_t built = 0;  // result[0, built) are lists (touched by the caller thread only)
+  const std::thread::id caller = std::this_thread::get_id();
+  auto build_ready = [&](TiktokenBatch& batch) {  // needs the GIL; finished texts' ids are ours
+    std::vector<std::vector<uint32_t>>& ids = batch.ids;
+    while (built < n && ready[built].load(std::memory_order_acquire)) {
+      PyList_SET_ITEM(result.ptr(), static_cast<Py_ssize_t>(built), pe.to_list(ids[built]).release().ptr());
+      std::vector<uint32_t>().swap(ids[built]);
+      ++built;
+    }
+  };
+  TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary,
+                                          [&](TiktokenBatch& batch, size_t i) {
+    ready[i].store(true, std::memory_order_release);
+    if (std::this_thread::get_id() != caller || built >= n) return;
+    if (!ready[std::min(built + kRun, n) - 1].load(std::memory_order_acquire)) return;
+    py::gil_scoped_acquire gil;
+    build_ready(batch);
+  });
+  if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
+  build_ready(b);
+  return std::move(result);
 }
 
 py::dict cartridge_info(const Cartridge& c) {
@@ -942,16 +983,12 @@ PYBIND11_MODULE(_crayon, m) {
         return py::int_(m.index);
       }, "Index of the first special token (among those flagged in the mask) occurring in text, or None.")
       .def("encode_batch", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) {
-        const TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary);
-        if (b.denied_text >= 0) return py::object(py::make_tuple(b.denied_text, b.denied_special));
-        py::list result(b.ids.size());
-        for (size_t i = 0; i < b.ids.size(); ++i) result[i] = pe.to_list(b.ids[i]);
-        return py::object(result);
+        return encode_tiktoken_batch_lists(pe, texts, allowed, disallowed, num_threads, ordinary);
       }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
       "Encodes many texts in parallel. Returns the list of id lists, or (text index, special index) "
       "for the first text holding a disallowed special token.")
       .def("encode_batch_to_numpy", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::tuple {
-        TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary);
+        TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary, [](TiktokenBatch&, size_t) {});
         if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
         const size_t nb = b.ids.size();
         py::array_t<int64_t> offsets(static_cast<py::ssize_t>(nb + 1));
