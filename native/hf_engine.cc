@@ -452,6 +452,8 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
       continue;
     }
     for (const HfToken& t : tokens) {
+      // Spans come from token lengths in the cartridge: a damaged one must not send us past the piece.
+      if (t.start > t.end || t.end > end - pos) cartridge_->fail("a token does not fit the text it was matched on");
       out.push(t.id, char_start(pos + t.start), char_end(pos + t.end - 1), word);
     }
     ++word;

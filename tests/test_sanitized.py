@@ -1,0 +1,109 @@
+"""The cartridge fuzz target under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer.
+
+The engine (every native/*.cc but the Python bindings) and fuzz/fuzz_cartridge.cc are compiled
+with -fsanitize=address,undefined and fuzz/fuzz_main.cc's driver, which replays the seed
+cartridges (fuzz/make_seeds.py: one per engine and model), every file in fuzz/regressions/
+(inputs that once crashed), then a few seconds of seeded mutations. Every input is loaded and
+used as the Python faces do; a file may be refused with an exception, but any memory error,
+undefined behaviour or leak aborts the driver and fails this test with the sanitizer's report.
+Loading and unloading hundreds of cartridges in one process is what makes LeakSanitizer's check
+on exit meaningful.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
+
+
+def _compiler() -> str:
+    cxx = os.environ.get("CXX", "g++")
+    if shutil.which(cxx) is None:
+        if os.environ.get("CRAYON_REQUIRE_SHARED") == "1":
+            pytest.fail(f"{cxx} not found: the sanitized fuzz run needs a C++17 compiler")
+        pytest.skip(f"{cxx} not found")
+    return cxx
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory) -> Path:
+    cxx = _compiler()
+    d = tmp_path_factory.mktemp("fuzz_asan")
+    sources = [s for s in sorted((ROOT / "native").glob("*.cc")) if not s.name.startswith("bindings")]
+    sources += [ROOT / "fuzz" / "fuzz_cartridge.cc", ROOT / "fuzz" / "fuzz_main.cc"]
+
+    def compile_one(src: Path) -> Path:
+        obj = d / (src.stem + ".o")
+        cmd = [cxx, "-std=c++17", "-O1", "-g", *SANITIZE, f"-I{ROOT / 'native'}", "-c", str(src), "-o", str(obj)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.fail(f"compiling {src.name} failed:\n{proc.stderr[-4000:]}")
+        return obj
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        objects = list(pool.map(compile_one, sources))
+    exe = d / "fuzz_cartridge"
+    proc = subprocess.run([cxx, *SANITIZE, *map(str, objects), "-o", str(exe), "-lpthread"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"linking the fuzz driver failed:\n{proc.stderr[-4000:]}")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("fuzz_seeds")
+    subprocess.run([sys.executable, str(ROOT / "fuzz" / "make_seeds.py"), str(out)], check=True, capture_output=True)
+    assert len(list(out.glob("*.dat"))) == 6
+    return out
+
+
+def _run(driver: Path, *args: str, cwd: Path) -> None:
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    proc = subprocess.run([str(driver), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+    assert proc.returncode == 0, f"sanitizer report (input kept at {cwd}):\n{proc.stderr[-6000:]}"
+    assert "no crash" in proc.stderr
+
+
+def test_seeds_and_regressions_are_clean(driver, seeds, tmp_path):
+    regressions = ROOT / "fuzz" / "regressions"
+    assert any(regressions.rglob("*.dat")), "fuzz/regressions holds the inputs that once crashed"
+    _run(driver, str(seeds), str(regressions), cwd=tmp_path)
+
+
+def test_short_mutation_run_is_clean(driver, seeds, tmp_path):
+    _run(driver, "-runs=1500", "-seed=20261121", f"-artifact={tmp_path / 'crash-candidate'}", str(seeds), cwd=tmp_path)
+
+
+def test_regressions_refused_by_the_python_faces():
+    """Each regression input, through the Python API, in a child process (a crash would be a
+    signal): a ValueError naming the problem, or a tokenizer that works."""
+    code = r"""
+import sys
+import crayon_hf, crayon_hf.tiktoken as tk
+path = sys.argv[1]
+outcomes = []
+for load in (tk.Encoding.from_cartridge, crayon_hf.Tokenizer.from_cartridge):
+    try:
+        tok = load(path)
+    except ValueError as e:
+        outcomes.append("refused: " + str(e)[:200])
+        continue
+    try:
+        tok.encode("hello world 中文 <|endoftext|>")
+        outcomes.append("loaded")
+    except ValueError as e:
+        outcomes.append("refused on use: " + str(e)[:200])
+print(outcomes)
+"""
+    for path in sorted((ROOT / "fuzz" / "regressions").rglob("*.dat")):
+        proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"{path.name}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
