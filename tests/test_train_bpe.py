@@ -236,3 +236,28 @@ def test_whole_corpus_parity(name):
     for vocab_size in (8000, 32000):
         ref = _reference_files([path], vocab_size, ["<|endoftext|>"])
         _assert_same(_ours([path], vocab_size, ["<|endoftext|>"]), ref)
+
+
+@pytest.mark.parametrize("option", [{"continuing_subword_prefix": "##"}, {"end_of_word_suffix": "</w>"}])
+def test_prefix_and_suffix(samples, option):
+    """tokenizers gives the prefixed/suffixed characters ids in hash-map order, which changes from
+    one run to the next (and with them the tie-breaks), so its merges are not reproducible. What is
+    guaranteed and tested: the same initial tokens (specials, alphabet, prefixed/suffixed chars),
+    a deterministic result, the prefix stripped / suffix kept in merged strings, and a file that
+    tokenizers loads and encodes exactly like crayon-hf."""
+    tokenizers = require_module("tokenizers")
+    lines = list(_iter_lines([samples["en_botchan.txt"]]))[:3000]
+    ref = _reference_iter(iter(lines), 260, ["<s>"], **option)  # no merges: just the initial tokens
+    ours = _ours(iter(lines), 260, ["<s>"], **option)
+    assert set(ours["model"]["vocab"]) == set(ref["model"]["vocab"])
+    first = train_bpe(iter(lines), 900, ["<s>"], show_progress=False, **option)
+    second = train_bpe(iter(lines), 900, ["<s>"], show_progress=False, **option)
+    assert first.to_str() == second.to_str()
+    model = json.loads(first.to_str())["model"]
+    prefix = option.get("continuing_subword_prefix")
+    for a, b in model["merges"]:
+        merged = a + (b[len(prefix):] if prefix and b.startswith(prefix) else b)
+        assert merged in model["vocab"]
+    loaded = tokenizers.Tokenizer.from_str(first.to_str())
+    text = "".join(lines[3000 - 200:])
+    assert first.encode(text).ids == loaded.encode(text).ids
