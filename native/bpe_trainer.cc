@@ -111,9 +111,76 @@ namespace {
 using Pair = uint64_t;  // (left << 32) | right: integer order equals tokenizers' tuple order
 inline Pair make_pair_key(uint32_t a, uint32_t b) { return (static_cast<uint64_t>(a) << 32) | b; }
 
-struct Word {
-  std::vector<uint32_t> ids;
-  std::vector<uint32_t> lens;  // length in chars of each symbol (tokenizers' Symbol::len)
+// Open addressing (linear probing, power-of-two table) from a pair to a value: the merge loop does
+// a few lookups per changed neighbour, and std::unordered_map's node per entry made them the
+// largest cost. Keys are never removed; clear() forgets only the slots used since the last clear.
+template <class V>
+class PairMap {
+ public:
+  static constexpr Pair kEmpty = ~Pair{0};  // (2^32-1, 2^32-1): ids never get that large
+  explicit PairMap(size_t capacity = 16) { rehash(std::max<size_t>(16, capacity * 2)); }
+  V& operator[](Pair key) {
+    size_t i = slot(key);
+    if (keys_[i] == kEmpty) {
+      if ((size_ + 1) * 2 > keys_.size()) {
+        rehash(keys_.size() * 2);
+        i = slot(key);
+      }
+      keys_[i] = key;
+      used_.push_back(i);
+      ++size_;
+    }
+    return vals_[i];
+  }
+  size_t size() const { return size_; }
+  // Calls fn(key, value&) for each entry, in insertion order.
+  template <class F>
+  void for_each(F&& fn) {
+    for (size_t i : used_) fn(keys_[i], vals_[i]);
+  }
+  void clear() {
+    for (size_t i : used_) {
+      keys_[i] = kEmpty;
+      vals_[i] = V();
+    }
+    used_.clear();
+    size_ = 0;
+  }
+
+ private:
+  size_t slot(Pair key) const {
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    size_t i = static_cast<size_t>(h >> 20) & (keys_.size() - 1);
+    while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & (keys_.size() - 1);
+    return i;
+  }
+  void rehash(size_t n) {
+    size_t cap = 16;
+    while (cap < n) cap *= 2;
+    std::vector<Pair> old_keys(cap, kEmpty);
+    std::vector<V> old_vals(cap);
+    old_keys.swap(keys_);
+    old_vals.swap(vals_);
+    std::vector<size_t> old_used;
+    old_used.swap(used_);
+    for (size_t j : old_used) {
+      const size_t i = slot(old_keys[j]);
+      keys_[i] = old_keys[j];
+      vals_[i] = std::move(old_vals[j]);
+      used_.push_back(i);
+    }
+  }
+  std::vector<Pair> keys_;
+  std::vector<V> vals_;
+  std::vector<size_t> used_;
+  size_t size_ = 0;
+};
+
+// Every word's symbols in one array (words only shrink, so merging compacts in place): a word
+// visit touches its span and its symbols, not a separately allocated vector per word.
+struct Span {
+  uint64_t start;
+  uint32_t size;
 };
 
 struct Entry {
@@ -133,41 +200,48 @@ struct Change {
   Pair pair;
   int32_t delta;
 };
+struct WordChange {
+  Pair pair;
+  int32_t delta;
+  uint32_t word;
+};
+// Below this many words a merge runs on the calling thread (a pool round trip costs more).
+constexpr size_t kParallelWords = 4096;
 
 // tokenizers' Word::merge: left to right, non-overlapping; the deltas of neighbour pairs.
-void merge_word(Word& w, uint32_t c1, uint32_t c2, uint32_t replacement, size_t max_length,
-                std::vector<Change>& changes) {
-  auto& ids = w.ids;
-  auto& lens = w.lens;
-  size_t out = 0;  // compacted prefix length
-  const size_t n = ids.size();
+// `lens` (chars per symbol) is null when max_token_length is unset: every sum is then below it.
+void merge_word(uint32_t* ids, uint32_t* lens, uint32_t& size, uint32_t c1, uint32_t c2, uint32_t replacement,
+                size_t max_length, std::vector<Change>& changes) {
+  const size_t n = size;
   size_t i = 0;
+  while (i + 1 < n && !(ids[i] == c1 && ids[i + 1] == c2)) ++i;  // most visited words: no match
+  if (i + 1 >= n) return;
+  size_t out = i;  // compacted prefix length
   while (i < n) {
     if (ids[i] == c1 && i + 1 < n && ids[i + 1] == c2) {
-      const uint32_t new_len = lens[i] + lens[i + 1];
+      const size_t new_len = lens ? size_t{lens[i]} + lens[i + 1] : 0;
       if (out > 0) {
         changes.push_back({make_pair_key(ids[out - 1], c1), -1});
-        if (static_cast<size_t>(lens[out - 1]) + new_len < max_length)
+        if (!lens || lens[out - 1] + new_len < max_length)
           changes.push_back({make_pair_key(ids[out - 1], replacement), 1});
       }
-      ids[out] = replacement;
-      lens[out] = new_len;
+      const uint32_t right = i + 2 < n ? ids[i + 2] : 0;
       if (i + 2 < n) {
-        changes.push_back({make_pair_key(c2, ids[i + 2]), -1});
-        if (static_cast<size_t>(lens[i + 2]) + new_len < max_length)
-          changes.push_back({make_pair_key(replacement, ids[i + 2]), 1});
+        changes.push_back({make_pair_key(c2, right), -1});
+        if (!lens || lens[i + 2] + new_len < max_length) changes.push_back({make_pair_key(replacement, right), 1});
       }
+      ids[out] = replacement;
+      if (lens) lens[out] = static_cast<uint32_t>(new_len);
       ++out;
       i += 2;
     } else {
       ids[out] = ids[i];
-      lens[out] = lens[i];
+      if (lens) lens[out] = lens[i];
       ++out;
       ++i;
     }
   }
-  ids.resize(out);
-  lens.resize(out);
+  size = static_cast<uint32_t>(out);
 }
 
 std::vector<uint32_t> decode_chars(const std::string& s) {
@@ -229,28 +303,46 @@ BpeTrainResult train_bpe(const std::vector<std::pair<std::string, uint64_t>>& wo
   for (const auto& [c, n] : kept) add_token(encode_char(c));
 
   // 3. Words as symbol ids; chars outside the alphabet are dropped (as tokenizers does).
-  std::vector<Word> words(word_counts.size());
+  // The symbol of a char depends only on (char, first?, last?): cache it (-1: not in the alphabet).
+  // The cache sees the same answers as a fresh lookup: strings added here carry a non-empty prefix
+  // or suffix, so they never equal a single char's string, and an empty one adds nothing new.
+  const bool track_lens = cfg.max_token_length != SIZE_MAX;
+  std::vector<Span> spans(word_counts.size());
+  std::vector<uint32_t> symbols;
   std::vector<uint64_t> counts(word_counts.size());
+  std::unordered_map<uint64_t, int64_t> symbol_of;
   for (size_t i = 0; i < word_counts.size(); ++i) {
     counts[i] = word_counts[i].second;
     const auto& cs = chars[i];
+    spans[i].start = symbols.size();
     for (size_t k = 0; k < cs.size(); ++k) {
-      std::string s = encode_char(cs[k]);
-      if (!w2id.count(s)) continue;
-      if (k > 0 && cfg.has_prefix) s = cfg.continuing_subword_prefix + s;
-      if (k + 1 == cs.size() && cfg.has_suffix) s += cfg.end_of_word_suffix;
-      words[i].ids.push_back(add_token(s));
-      words[i].lens.push_back(1);
+      const bool first = k == 0, last = k + 1 == cs.size();
+      const uint64_t key = (static_cast<uint64_t>(cs[k]) << 2) | (cfg.has_prefix && !first ? 2u : 0u) |
+                           (cfg.has_suffix && last ? 1u : 0u);
+      auto it = symbol_of.find(key);
+      if (it == symbol_of.end()) {
+        std::string s = encode_char(cs[k]);
+        int64_t id = -1;
+        if (w2id.count(s)) {
+          if (!first && cfg.has_prefix) s = cfg.continuing_subword_prefix + s;
+          if (last && cfg.has_suffix) s += cfg.end_of_word_suffix;
+          id = add_token(s);
+        }
+        it = symbol_of.emplace(key, id).first;
+      }
+      if (it->second >= 0) symbols.push_back(static_cast<uint32_t>(it->second));
     }
+    spans[i].size = static_cast<uint32_t>(symbols.size() - spans[i].start);
     std::vector<uint32_t>().swap(chars[i]);
   }
+  std::vector<uint32_t> lens(track_lens ? symbols.size() : 0, 1);
 
   // 4. Pair counts and, per pair, the words containing it.
-  std::unordered_map<Pair, int64_t> pair_counts;
-  std::unordered_map<Pair, std::vector<uint32_t>> where;
-  for (size_t i = 0; i < words.size(); ++i) {
-    const auto& ids = words[i].ids;
-    for (size_t k = 0; k + 1 < ids.size(); ++k) {
+  PairMap<int64_t> pair_counts(1 << 16);
+  PairMap<std::vector<uint32_t>> where(1 << 16);
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const uint32_t* ids = symbols.data() + spans[i].start;
+    for (size_t k = 0; k + 1 < spans[i].size; ++k) {
       const Pair p = make_pair_key(ids[k], ids[k + 1]);
       pair_counts[p] += static_cast<int64_t>(counts[i]);
       auto& v = where[p];
@@ -271,10 +363,10 @@ BpeTrainResult train_bpe(const std::vector<std::pair<std::string, uint64_t>>& wo
   };
   std::priority_queue<Entry, std::vector<Entry>, EntryLess> queue;
   auto flush_where = [&] {
-    for (auto& [p, v] : where) {
+    where.for_each([&](Pair p, std::vector<uint32_t>& v) {
       const int64_t c = pair_counts[p];
       if (c > 0) queue.push({static_cast<uint64_t>(c), p, store_pos(std::move(v))});
-    }
+    });
     where.clear();
   };
   flush_where();
@@ -282,7 +374,8 @@ BpeTrainResult train_bpe(const std::vector<std::pair<std::string, uint64_t>>& wo
   // 5. Merges.
   BpeTrainResult result;
   std::vector<Pair> merges;
-  std::vector<Change> changes;
+  std::vector<std::vector<WordChange>> part_changes;
+  const size_t hw = hardware_threads();
   const size_t max_len = cfg.max_token_length;
   size_t last_report = 0;
   while (w2id.size() < cfg.vocab_size && !queue.empty()) {
@@ -305,29 +398,50 @@ BpeTrainResult train_bpe(const std::vector<std::pair<std::string, uint64_t>>& wo
     new_token.append(part_b);
     const uint32_t new_id = add_token(new_token);
     merges.push_back(top.pair);
-    // record id for the result through the pair; the id is derivable from the strings later.
 
     std::vector<uint32_t> pos = std::move(pool[top.pos]);
     free_slots.push_back(top.pos);
-    for (uint32_t iw : pos) {
-      changes.clear();
-      merge_word(words[iw], a, b, new_id, max_len, changes);
-      const int64_t cnt = static_cast<int64_t>(counts[iw]);
-      for (const auto& ch : changes) {
-        pair_counts[ch.pair] += ch.delta * cnt;
+    // Merge the words of this entry: in parallel when there are many (each word is touched by
+    // one thread only), recording each word's deltas; then apply them in order on this thread.
+    // Prefetching a few words ahead hides most of the latency of these scattered visits.
+    const size_t parts = pos.size() >= kParallelWords ? std::min(hw, pos.size() / (kParallelWords / 2)) : 1;
+    if (part_changes.size() < parts) part_changes.resize(parts);
+    auto merge_range = [&](size_t part) {
+      auto& out = part_changes[part];
+      out.clear();
+      const size_t lo = pos.size() * part / parts, hi = pos.size() * (part + 1) / parts;
+      std::vector<Change> local;
+      for (size_t k = lo; k < hi; ++k) {
+        if (k + 16 < hi) __builtin_prefetch(&spans[pos[k + 16]]);
+        if (k + 8 < hi) __builtin_prefetch(symbols.data() + spans[pos[k + 8]].start);
+        const uint32_t iw = pos[k];
+        local.clear();
+        merge_word(symbols.data() + spans[iw].start, track_lens ? lens.data() + spans[iw].start : nullptr,
+                   spans[iw].size, a, b, new_id, max_len, local);
+        for (const auto& ch : local) out.push_back({ch.pair, ch.delta, iw});
+      }
+    };
+    if (parts > 1) {
+      parallel_for(parts, parts, merge_range);
+    } else {
+      merge_range(0);
+    }
+    for (size_t part = 0; part < parts; ++part) {
+      for (const auto& ch : part_changes[part]) {
+        pair_counts[ch.pair] += ch.delta * static_cast<int64_t>(counts[ch.word]);
         if (ch.delta > 0) {
           auto& v = where[ch.pair];
-          if (v.empty() || v.back() != iw) v.push_back(iw);
+          if (v.empty() || v.back() != ch.word) v.push_back(ch.word);
         }
       }
     }
     flush_where();
     if (progress && merges.size() - last_report >= 256) {
       last_report = merges.size();
-      progress(merges.size());
+      progress(w2id.size());
     }
   }
-  if (progress) progress(merges.size());
+  if (progress) progress(w2id.size());
 
   // A pair merged more than once is saved once, at its last rank (tokenizers collects the
   // merges into a map keyed by pair, later ranks overwriting earlier ones, then sorts by rank).

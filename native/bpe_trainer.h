@@ -85,7 +85,7 @@ struct BpeTrainResult {
 };
 
 // `words`: (UTF-8 word, count); the order fixes ids of prefixed/suffixed chars only.
-// `progress(done)` is called every few merges and at the end (may be empty).
+// `progress(vocabulary size so far)` is called every 256 merges and at the end (may be empty).
 BpeTrainResult train_bpe(const std::vector<std::pair<std::string, uint64_t>>& words, const BpeTrainerConfig& config,
                          const std::function<void(size_t)>& progress);
 
