@@ -149,7 +149,8 @@ def _count_iterator(counter: Any, items: Iterable[Any], threads: int, progress: 
 
 def _tokenizer_json(vocab: list[str], merges: list[tuple[int, int]], special_tokens: Sequence[str],
                     prefix: str | None, suffix: str | None) -> str:
-    """The document ``tokenizers`` saves for this setup (same keys, same order, pretty-printed)."""
+    """The document ``tokenizers`` saves for this setup (same keys, same order); compact, since
+    json's C encoder only runs without indent (Tokenizer.save pretty-prints it like tokenizers)."""
     added, seen = [], set()
     for s in special_tokens:
         if s in seen:
@@ -174,7 +175,7 @@ def _tokenizer_json(vocab: list[str], merges: list[tuple[int, int]], special_tok
             "merges": [[vocab[a], vocab[b]] for a, b in merges],
         },
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False)
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
 
 def train_bpe(
