@@ -21,6 +21,14 @@
 //   - max_token_length: a new pair is counted only if the char lengths sum to < max_token_length;
 //     a pair never counted is still decremented later (counts may go negative).
 //
+// Performance notes (measured on the 28 MB shared corpus, 467k word types, 2 cores): the merge
+// loop is bound by memory latency of visiting scattered words (most visited words no longer hold
+// the pair; tokenizers' pos sets are kept for parity). So all symbols live in one flat array
+// (words only shrink and compact in place), pair counts are an open-addressing table, a merge over
+// >= 4096 words runs on the thread pool (each word touched by one thread; deltas applied in order
+// afterwards), and word visits are prefetched ahead. std::unordered_map pair counts and a vector
+// per word were 1.8x slower.
+//
 // Bounds: memory O(sum over word types of their length) for words, pair counts and pos sets;
 // independent of corpus size (only word types are kept). Each merge costs O(occurrences of the
 // pair's words' lengths + log heap). Counting is linear in the text; texts are split at '\n' into
