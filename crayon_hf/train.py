@@ -236,6 +236,8 @@ def train_bpe(
     alphabet = byte_level_alphabet() if initial_alphabet is None else list(initial_alphabet)
     # tokenizers keeps the first character of each initial_alphabet string and ignores empty ones.
     alphabet_cps = sorted({ord(s[0]) for s in alphabet if s})
+    if any(0xD800 <= c <= 0xDFFF for c in alphabet_cps):
+        raise ValueError("train_bpe: initial_alphabet holds a lone surrogate, which is not a character")
 
     counter = core.WordCounter(GPT2_PATTERN)
     source = files_or_iterator

@@ -223,6 +223,8 @@ def test_errors(tmp_path):
         train_bpe(iter([1, 2]), 300, show_progress=False)
     with pytest.raises(TypeError, match="special_tokens"):
         train_bpe(iter(["a"]), 300, "<s>", show_progress=False)
+    with pytest.raises(ValueError, match="surrogate"):
+        train_bpe(iter(["a"]), 300, initial_alphabet=["\ud800"], show_progress=False)
     bad = tmp_path / "latin1.txt"
     bad.write_bytes("caf\xe9\n".encode("latin-1"))
     with pytest.raises(ValueError, match="UTF-8"):
