@@ -263,3 +263,17 @@ def test_prefix_and_suffix(samples, option):
     loaded = tokenizers.Tokenizer.from_str(first.to_str())
     text = "".join(lines[3000 - 200:])
     assert first.encode(text).ids == loaded.encode(text).ids
+
+
+def test_short_documents_iterator_parity():
+    """Many short documents (JSONL records) through train_from_iterator, special tokens in text."""
+    path = require_shared(CORPORA / "short_docs.jsonl")
+    docs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            docs.append(json.loads(line)["text"])
+            if len(docs) == 3000:
+                break
+    docs[10] += " <|endoftext|> "
+    ref = _reference_iter(iter(docs), 2500, ["<|endoftext|>", "<pad>"], min_frequency=2)
+    _assert_same(_ours(iter(docs), 2500, ["<|endoftext|>", "<pad>"], min_frequency=2), ref)
