@@ -193,6 +193,11 @@ def test_transformers_loads_the_folder(samples, tmp_path):
     tok.save(str(tmp_path / "tokenizer.json"))
     hf = PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "tokenizer.json"))
     assert hf("I am a cat. <s>")["input_ids"] == tok.encode("I am a cat. <s>").ids
+    from transformers import AutoTokenizer
+
+    hf.save_pretrained(str(tmp_path / "folder"))
+    auto = AutoTokenizer.from_pretrained(str(tmp_path / "folder"))
+    assert auto("I am a cat. <s>")["input_ids"] == tok.encode("I am a cat. <s>").ids
 
 
 def test_cli_train(samples, tmp_path):
