@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__", "Tokenizer", "Encoding", "AddedToken", "CrayonTokenizer", "patch_transformers",
-    "unpatch_transformers", "DecodeStream", "BatchArrays",
+    "unpatch_transformers", "DecodeStream", "BatchArrays", "train_bpe",
 ]
 
 _LAZY = {
@@ -31,6 +31,7 @@ _LAZY = {
     "patch_transformers": ("crayon_hf.transformers", "patch_transformers"),
     "unpatch_transformers": ("crayon_hf.transformers", "unpatch_transformers"),
     "DecodeStream": ("crayon_hf.streaming", "DecodeStream"),
+    "train_bpe": ("crayon_hf.train", "train_bpe"),
 }
 
 

@@ -1,6 +1,6 @@
 """Type stubs for the native engine (native/bindings.cc). Internal: use crayon_hf.tiktoken."""
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -104,3 +104,25 @@ class HfEngine:
     def encode_ids(self, text: str, encode_special_tokens: bool = False) -> npt.NDArray[np.uint32]: ...
     def decode_byte_level(self, ids: Sequence[int], skip: bytes) -> bytes: ...
     def model_encode(self, piece: bytes, reference: bool = False) -> list[tuple[int, int, int]]: ...
+
+# BPE training (native/bpe_trainer.h, bindings_train.cc); policy in crayon_hf/train.py.
+class WordCounter:
+    def __init__(self, pattern: str) -> None: ...
+    def add_lines(self, text: bytes, threads: int = 0) -> None: ...
+    def add_sequences(self, sequences: list[str], threads: int = 0) -> None: ...
+    def __len__(self) -> int: ...
+    def byte_level_words(self) -> dict[str, int]: ...
+
+def train_bpe_words(
+    counter: WordCounter,
+    byte_level: bool,
+    vocab_size: int,
+    min_frequency: int,
+    special_tokens: list[str],
+    limit_alphabet: int | None,
+    initial_alphabet: list[int],
+    continuing_subword_prefix: str | None,
+    end_of_word_suffix: str | None,
+    max_token_length: int | None,
+    progress: Callable[[int], None] | None,
+) -> tuple[list[str], list[tuple[int, int]], int]: ...

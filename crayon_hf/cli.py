@@ -411,6 +411,29 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if exact else 1
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train byte-level BPE like tokenizers' BpeTrainer; write tokenizer.json and a cartridge."""
+    from .train import train_bpe
+
+    missing = [f for f in args.files if not os.path.isfile(f)]
+    if missing:
+        raise ValueError(f"no such file: {missing[0]}")
+    floor = len(dict.fromkeys(args.special_token)) + 256
+    if args.vocab_size < floor:
+        raise ValueError(f"--vocab-size {args.vocab_size} is below the special tokens plus the 256 byte-level "
+                         f"characters ({floor}); nothing would be learned")
+    os.makedirs(args.output, exist_ok=True)
+    tok = train_bpe(args.files, args.vocab_size, args.special_token, min_frequency=args.min_frequency,
+                    show_progress=not args.quiet, limit_alphabet=args.limit_alphabet,
+                    max_token_length=args.max_token_length, threads=args.threads or 0)
+    json_path = os.path.join(args.output, "tokenizer.json")
+    dat_path = os.path.join(args.output, "tokenizer.dat")
+    tok.save(json_path)
+    tok.save_cartridge(dat_path)
+    print(f"crayon train: {tok.get_vocab_size()} tokens -> {json_path}, {dat_path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="crayon", description="crayon-hf: exact, fast tokenization from cartridges")
     p.add_argument("--version", action="version", version=f"crayon-hf {__version__}")
@@ -500,6 +523,19 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--readme", default="README.md", help="with --suite: the README whose summary block is rewritten")
     b.add_argument("--no-readme", action="store_true", help="with --suite: leave README.md alone")
     b.set_defaults(func=cmd_bench)
+    t = sub.add_parser("train", help="train a byte-level BPE tokenizer (tokenizers' BpeTrainer merges, faster)")
+    t.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files, read line by line")
+    t.add_argument("--vocab-size", type=int, required=True, help="final vocabulary size, special tokens included")
+    t.add_argument("--special-token", action="append", default=[], metavar="TOKEN",
+                   help="a special token (repeatable; ids 0.. in this order)")
+    t.add_argument("--min-frequency", type=int, default=0, help="stop when the best pair occurs fewer times")
+    t.add_argument("--limit-alphabet", type=int, help="keep at most this many initial characters")
+    t.add_argument("--max-token-length", type=int, help="BpeTrainer's max_token_length")
+    t.add_argument("--threads", type=int, help="counting threads (default: all cores)")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    t.add_argument("-o", "--output", required=True, metavar="OUT_DIR",
+                   help="folder for tokenizer.json and tokenizer.dat (created if needed)")
+    t.set_defaults(func=cmd_train)
     return p
 
 

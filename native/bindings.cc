@@ -806,7 +806,10 @@ void bind_hf(py::module_& m) {
 
 }  // namespace
 
+void bind_trainer(py::module_& m);  // bindings_train.cc
+
 PYBIND11_MODULE(_crayon, m) {
+  bind_trainer(m);
   m.doc() = "crayon-hf native engine";
   bind_hf(m);
   py::register_exception<CartridgeError>(m, "CartridgeError", PyExc_ValueError);
