@@ -4,10 +4,10 @@ tests/test_batch_numpy.py already covers concurrent callers of the batch thread 
 thread mixes single encodes, decodes, batch encodes and streaming on a shared object. The native
 calls release the GIL, so on a GIL build they still run in parallel; on a free-threaded build
 (python3.13t, `sys._is_gil_enabled() is False`) the Python layers run in parallel too, and this
-test is the one to run there. Mutating configuration (enable_truncation / no_truncation) while
-other threads encode is NOT supported: those settings are plain attributes read once per call, so a
-call sees either the old or the new setting, never a torn one, but which one is unspecified; the
-test therefore keeps configuration fixed while threads run.
+test is the one to run there. Configuration (enable_truncation / no_truncation, padding) is an
+immutable parameter object that a call reads once, and that a setter replaces whole: a call running
+while another thread reconfigures sees the old or the new setting, never a mix
+(test_truncation_toggled_while_encoding). tokenizers itself raises "Already borrowed" there.
 """
 
 from __future__ import annotations
@@ -98,3 +98,37 @@ def test_crayon_tokenizer_shared_by_threads() -> None:
 
     _stress(work, rounds=3)
 
+
+
+def test_truncation_toggled_while_encoding() -> None:
+    """Encoders race a thread that toggles truncation: every encoding equals the serial result
+    under one of the two settings, and the pair (ids, offsets) is never a mix of both."""
+    import crayon_hf
+
+    tok = crayon_hf.Tokenizer.from_file(require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json"))
+    texts = _texts(3, 30)
+    full = [(e.ids, e.offsets) for e in map(tok.encode, texts)]
+    tok.enable_truncation(8)
+    cut = [(e.ids, e.offsets) for e in map(tok.encode, texts)]
+    tok.no_truncation()
+    stop = threading.Event()
+
+    def toggle() -> None:
+        while not stop.is_set():
+            tok.enable_truncation(8)
+            tok.no_truncation()
+
+    def encode(_: int) -> list[tuple[list[int], list[tuple[int, int]]]]:
+        return [(e.ids, e.offsets) for _ in range(20) for e in map(tok.encode, texts)]
+
+    toggler = threading.Thread(target=toggle)
+    toggler.start()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(encode, range(8)))
+    finally:
+        stop.set()
+        toggler.join()
+    for got in results:
+        for k, r in enumerate(got):
+            assert r in (full[k % len(texts)], cut[k % len(texts)])
