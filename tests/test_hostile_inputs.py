@@ -338,3 +338,38 @@ def test_catastrophic_patterns_end_in_bounded_time() -> None:
                           capture_output=True, timeout=240, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(proc.stdout.splitlines()) == len(cases)
+
+
+# --- crayon convert ----------------------------------------------------------------------------
+
+CLI_CASES: dict[str, bytes] = {
+    "tokenizer.json": JSON_CASES["malformed"].encode(),
+    "nested.json": JSON_CASES["deeply_nested"].encode(),
+    "negative.json": JSON_CASES["id_negative"].encode(),
+    "unknown_model.json": JSON_CASES["model_type_unknown"].encode(),
+    "added.json": JSON_CASES["added_missing_content"].encode(),
+    "sparse.json": JSON_CASES["id_sparse_1e9"].encode(),
+    "ranks.tiktoken": RANK_FILES["bad_base64"],
+    "empty.tiktoken": b"",
+    "garbage.bin": bytes(range(256)) * 16,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLI_CASES))
+@pytest.mark.filterwarnings("ignore:crayon-hf")
+def test_convert_refuses_hostile_files_with_a_message(name: str, tmp_path, capsys) -> None:
+    """Each ends with a one-line `crayon convert: ...` message and a non-zero status, no traceback."""
+    from crayon_hf import cli
+
+    path = tmp_path / name
+    path.write_bytes(CLI_CASES[name])
+    try:
+        status = cli.main(["convert", str(path), "-o", str(tmp_path / "out.dat")])
+    except SystemExit as e:
+        message = str(e.code)
+        status = 1
+    else:
+        message = capsys.readouterr().err
+    assert status != 0
+    assert message.startswith("crayon convert:"), message
+    assert not (tmp_path / "out.dat").exists()
