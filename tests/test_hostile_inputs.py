@@ -120,6 +120,11 @@ JSON_CASES: dict[str, str] = {
     "post_processor_unknown": _mut(lambda d: d.__setitem__("post_processor", {"type": "Nope"})),
     "regex_unbalanced": _split("(a"),
     "regex_repeat_over_limit": _split("a{100001}"),
+    # Oniguruma refuses nested fixed counts whose expansion overflows its compiled size.
+    "regex_nested_repeat_overflow": _split("a{100000}{100000}"),
+    "regex_nested_repeat_overflow_2": _split("x{55380}{77590}"),
+    "regex_nested_repeat_loop": _split("f{90000,90000}{80000,80001}"),
+    "regex_nested_repeat_small": _split("a{1000}{1000}"),
     "regex_backreference": _split(r"(a)\1"),
     "regex_variable_lookbehind": _split(r"(?<=a+)b"),
     "regex_lookbehind": _split(r"(?<=a)b"),
