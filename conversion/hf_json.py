@@ -123,6 +123,9 @@ def parse_tokenizer_json(text: str | bytes, source: str = "tokenizer.json", exac
         data = json.loads(text, parse_float=None if exact_floats else tokenizers_float)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{source} is not valid JSON: {e}") from None
+    except RecursionError:
+        # Python's json recurses per nesting level; no tokenizer.json nests more than a few levels.
+        raise ValueError(f"{source} is nested too deeply to be a tokenizer.json") from None
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise ValueError(f"{source} is not a tokenizer.json: it has no 'model' object")
     return data
@@ -133,6 +136,8 @@ def model_type(model: dict[str, Any]) -> str:
     t = model.get("type")
     if isinstance(t, str):
         return t
+    if t is not None:
+        raise ValueError(f"model.type must be a string such as 'BPE', got {t!r:.100}")
     if "merges" in model:
         return "BPE"
     if "unk_id" in model:
@@ -333,9 +338,32 @@ def _vocab_dict(model: dict[str, Any]) -> dict[str, int]:
     if not isinstance(vocab, dict):
         raise ValueError("model.vocab must be an object mapping tokens to ids")
     for tok, i in vocab.items():
-        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**31:
-            raise ValueError(f"model.vocab[{tok!r}] must be a non-negative id, got {i!r}")
+        # tokenizers reads ids as u32 and refuses anything else at load.
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**32:
+            raise ValueError(f"model.vocab[{tok!r}] must be an integer id in [0, 2**32), got {i!r}")
+    _check_dense_ids(vocab.values(), len(vocab), "model.vocab")
     return vocab
+
+
+# The engine keeps per-id tables (strings, decode bytes) indexed by id, so a file whose ids are far
+# sparser than its vocabulary would cost memory proportional to its largest id. tokenizers accepts
+# such files (it keeps a hash map), so they run there instead, exactly.
+_MAX_ID_SLACK = 1 << 20
+
+
+def _check_dense_ids(ids: Any, count: int, path: str) -> None:
+    seen: set[int] = set()
+    top = -1
+    for i in ids:
+        if i in seen:
+            # tokenizers keeps the last token for the id when it decodes; the engine's per-id tables
+            # hold one token each, so it does not reproduce that.
+            raise Unsupported(path, f"id {i} is given to two tokens; the native engine needs one token per id")
+        seen.add(i)
+        top = max(top, i)
+    if top >= 2 * count + _MAX_ID_SLACK:
+        raise Unsupported(path, f"ids are sparse (largest {top} for {count} tokens); the native engine stores "
+                                "ids densely")
 
 
 def _utf8(token: str) -> bytes:
@@ -401,7 +429,19 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
     n_ids = len(plan.vocab_strings)
     # tokenizers re-adds the added tokens at load: one whose content is already in the model's
     # vocabulary takes the model's id, whatever the file says.
-    for tok in data.get("added_tokens") or []:
+    added = data.get("added_tokens") or []
+    if not isinstance(added, list):
+        raise ValueError("added_tokens must be a list of objects with 'id' and 'content'")
+    for k, tok in enumerate(added):
+        if not isinstance(tok, dict) or not isinstance(tok.get("content"), str):
+            raise ValueError(f"added_tokens[{k}] must be an object with a string 'content', got {tok!r:.200}")
+        tid = tok.get("id")
+        if not isinstance(tid, int) or isinstance(tid, bool) or not 0 <= tid < 2**32:
+            raise ValueError(f"added_tokens[{k}].id must be an integer id in [0, 2**32), got {tid!r}")
+        if tid >= 2 * max(n_ids, 1) + _MAX_ID_SLACK:
+            raise Unsupported(f"added_tokens[{k}]", f"id {tid} is far past the vocabulary ({n_ids} ids); the "
+                                                    "native engine stores ids densely")
+    for tok in added:
         t = dict(tok)
         if t.get("content") in vocab:
             t["id"] = vocab[t["content"]]
@@ -429,6 +469,8 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
 def _plan_bpe(model: dict[str, Any], plan: NativePlan, byte_level: bool) -> dict[str, int]:
     if model.get("dropout") not in (None, 0, 0.0):
         raise Unsupported("model.dropout", "BPE dropout is random; only tokenizers reproduces it")
+    if "vocab" not in model or "merges" not in model:
+        raise ValueError("a BPE model needs both model.vocab and model.merges (tokenizers refuses it too)")
     vocab = _vocab_dict(model)
     plan.kind = "bpe_bytes" if byte_level else "bpe_chars"
     plan.byte_fallback = bool(model.get("byte_fallback", False))
@@ -469,7 +511,8 @@ def _plan_bpe(model: dict[str, Any], plan: NativePlan, byte_level: bool) -> dict
     unk = model.get("unk_token")
     if unk is not None:
         if unk not in vocab:
-            raise ValueError(f"model.unk_token {unk!r} is not in the vocabulary")
+            # tokenizers loads such a file and fails only when a word needs the unk token.
+            raise Unsupported("model.unk_token", f"{unk!r} is not in the vocabulary")
         plan.unk_id = vocab[unk]
     plan.fuse_unk = bool(model.get("fuse_unk", False))
     plan.ignore_merges = bool(model.get("ignore_merges", False))

@@ -85,7 +85,13 @@ def _convert_tokenizer_json(args: argparse.Namespace, source: bytes, what: str, 
     """A tokenizer.json (the input's, or one converted from a SentencePiece model) -> cartridge."""
     from crayon_hf.tokenizer import Tokenizer
 
-    tok = Tokenizer.from_buffer(source, source=args.input)
+    try:
+        tok = Tokenizer.from_buffer(source, source=args.input)
+    except ValueError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a file we hand to tokenizers, which refuses it
+        raise SystemExit(f"crayon convert: {args.input} is not a valid tokenizer.json (tokenizers refuses it: {e})") \
+            from None
     if tok.crayon_backend != "native":
         raise SystemExit(
             f"crayon convert: {args.input} needs a component the native engine does not run yet "

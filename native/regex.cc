@@ -70,6 +70,14 @@ namespace {
 constexpr size_t kMaxPatternBytes = 64 * 1024;
 constexpr size_t kMaxInstructions = 200000;
 constexpr int kMaxRepeat = 100000;
+// Minimum match lengths saturate here (Analysis::length).
+constexpr long kLengthCap = 1L << 40;
+// Oniguruma expands a fixed count into copies of its body and refuses the pattern ("too big number
+// for repeat range") when the compiled size overflows an int: x{55380}{77590} and a{100000}{100000}
+// fail while a{1000}{1000} loads. Reproducing its size arithmetic exactly is not worth it; a
+// pattern whose shortest match is longer than this is refused instead, so that tokenizers runs it
+// and gives its own answer (the error, or a result), which is always exact.
+constexpr long kMaxMinMatchChars = 1L << 26;
 constexpr uint32_t kMaxLookbehindChars = 255;
 constexpr size_t kNoMatch = static_cast<size_t>(-1);
 constexpr size_t kBudgetExceeded = static_cast<size_t>(-2);
@@ -1153,7 +1161,7 @@ struct Analysis {
         for (int k : n.kids) {
           long a, b;
           length(k, a, b);
-          lo += a;
+          lo = std::min(lo + a, kLengthCap);
           hi = (hi < 0 || b < 0) ? -1 : hi + b;
           if (hi > 1000000) hi = -1;
         }
@@ -1173,7 +1181,8 @@ struct Analysis {
       case Node::kRepeat: {
         long a, b;
         length(n.kids[0], a, b);
-        lo = a * n.min;
+        // Saturating: nested counts (a{100000}{100000}{100000}) would overflow a long.
+        lo = n.min == 0 ? 0 : (a > kLengthCap / n.min ? kLengthCap : std::min(a * n.min, kLengthCap));
         if (n.max < 0) hi = b == 0 ? 0 : -1;
         else hi = b < 0 ? -1 : b * n.max;
         if (hi > 1000000) hi = -1;
@@ -1977,6 +1986,14 @@ Regex::Regex(std::string_view pattern, RegexDialect dialect) : pattern_(pattern)
   prepare_possessive(nodes);
   Analysis an{nodes, prog->classes};
   prog->nullable = an.nullable(root);
+  if (dialect == RegexDialect::kOniguruma) {
+    long lo = 0, hi = 0;
+    an.length(root, lo, hi);
+    if (lo > kMaxMinMatchChars) {
+      throw RegexError("regex: unsupported: repeat counts whose product needs a match of more than 2^26 characters "
+                       "(Oniguruma refuses some of these as 'too big number for repeat range')");
+    }
+  }
   an.first_bytes(root, prog->first);
   {
     const Node* r = &nodes[root];

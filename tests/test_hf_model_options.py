@@ -246,8 +246,11 @@ def test_bad_tokenizer_json_gives_clear_errors(tmp_path):
         Tokenizer.from_str(json.dumps(broken))
     broken = json.loads(json.dumps(data))
     broken["model"]["unk_token"] = "<nope>"
-    with pytest.raises(ValueError, match="unk_token"):
-        Tokenizer.from_str(json.dumps(broken))
+    # tokenizers loads this (it fails only if a word needs the unk token), so it runs there.
+    with pytest.warns(UserWarning, match="unk_token"):
+        tok = Tokenizer.from_str(json.dumps(broken))
+    ref = require_module("tokenizers").Tokenizer.from_str(json.dumps(broken))
+    assert tok.encode("hello wörld").ids == ref.encode("hello wörld").ids
     path = tmp_path / "empty.json"
     path.write_bytes(b"")
     with pytest.raises(ValueError):
