@@ -410,9 +410,12 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
             raise Unsupported("model.unk_token", "WordPiece without its unk token in the vocabulary fails in tokenizers")
         plan.unk_id = vocab[unk]
         plan.prefix = _utf8(str(model.get("continuing_subword_prefix", "##")))
-        plan.max_input_chars_per_word = int(model.get("max_input_chars_per_word", 100))
-        if not 0 <= plan.max_input_chars_per_word < 2**32:
-            raise ValueError("model.max_input_chars_per_word is out of range")
+        limit = model.get("max_input_chars_per_word", 100)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            # tokenizers does not refuse this: its untagged model enum reads the file as WordLevel.
+            raise ValueError(f"model.max_input_chars_per_word must be a non-negative integer, got {limit!r:.50}")
+        # tokenizers takes a usize; no word of a str that fits in memory reaches 2**32 - 1 characters.
+        plan.max_input_chars_per_word = min(limit, 2**32 - 1)
     elif mtype == "Unigram":
         vocab = _plan_unigram(model, plan)
     elif mtype == "WordLevel":

@@ -378,3 +378,35 @@ def test_convert_refuses_hostile_files_with_a_message(name: str, tmp_path, capsy
     assert status != 0
     assert message.startswith("crayon convert:"), message
     assert not (tmp_path / "out.dat").exists()
+
+
+# --- huge counts -------------------------------------------------------------------------------
+
+def test_huge_fixed_padding_is_a_memory_error_not_an_abort() -> None:
+    """padding Fixed(2**40): tokenizers aborts the process ("memory allocation of 4398046511104
+    bytes failed"), so there is nothing to compare with; we raise MemoryError naming the size."""
+    d = copy.deepcopy(BASE)
+    d["padding"] = {"strategy": {"Fixed": 2**40}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0,
+                    "pad_type_id": 0, "pad_token": "a"}
+    tok = crayon_hf.Tokenizer.from_str(json.dumps(d))
+    with pytest.raises(MemoryError):
+        tok.encode("hello")
+
+
+@pytest.mark.parametrize("value", [-1, "5", 2**32, 2**40])
+def test_wordpiece_max_input_chars_extremes(value: Any) -> None:
+    """Huge limits load and tokenize like tokenizers (no limit in practice). A negative or non-integer
+    limit tokenizers does not refuse: its untagged model enum silently reads the file as a WordLevel
+    model instead (to_str() then says "WordLevel"); we refuse it with a ValueError."""
+    from support import VOCAB, require_shared
+
+    d = json.loads(require_shared(VOCAB / "hf" / "bert_base_uncased" / "tokenizer.json").read_text(encoding="utf-8"))
+    d["model"]["max_input_chars_per_word"] = value
+    ref = tokenizers.Tokenizer.from_str(json.dumps(d))
+    if json.loads(ref.to_str())["model"]["type"] == "WordLevel":
+        with pytest.raises(ValueError, match="max_input_chars_per_word"):
+            crayon_hf.Tokenizer.from_str(json.dumps(d))
+        return
+    ours = crayon_hf.Tokenizer.from_str(json.dumps(d))
+    for text in ["hello world", "x" * 5000, "unbelievable " * 30]:
+        assert ours.encode(text).ids == ref.encode(text).ids
