@@ -448,7 +448,8 @@ class PyHfEngine {
     }
     p.added_raw = added_from(added_raw);
     p.added_normalized = added_from(added_normalized);
-    engine_ = std::make_shared<const HfEngine>(Cartridge::open(path), std::move(p));
+    std::shared_ptr<const Cartridge> c = Cartridge::open(path);
+    guard_mapped_reads(c->label(), [&] { engine_ = std::make_shared<const HfEngine>(c, std::move(p)); });
   }
   const HfEngine& operator*() const { return *engine_; }
   const HfEngine* operator->() const { return engine_.get(); }
@@ -889,14 +890,18 @@ PYBIND11_MODULE(_crayon, m) {
     const char tmp[5] = {id[0], id[1], id[2], id[3], 0};
     const SectionInfo* s = c->find(fourcc(tmp));
     if (s == nullptr) return py::object(py::none());
-    std::string_view b = c->bytes(s->id);
-    return py::object(py::bytes(b.data(), b.size()));
+    std::string copy;  // read under the guard: the file may be shrinking under the mapping
+    guard_mapped_reads(c->label(), [&] { copy = std::string(c->bytes(s->id)); });
+    return py::object(py::bytes(copy));
   });
 
   py::class_<PyEngine>(m, "TiktokenEngine")
       .def_static("from_file", [](const std::string& path) {
         py::gil_scoped_release release;
-        return std::make_unique<PyEngine>(std::make_shared<const Engine>(Cartridge::open(path)));
+        std::shared_ptr<const Cartridge> c = Cartridge::open(path);
+        std::shared_ptr<const Engine> e;
+        guard_mapped_reads(c->label(), [&] { e = std::make_shared<const Engine>(c); });
+        return std::make_unique<PyEngine>(std::move(e));
       })
       .def_static("from_bytes", [](const py::bytes& image, const std::string& label) {
         std::string copy(bytes_view(image));
@@ -905,16 +910,21 @@ PYBIND11_MODULE(_crayon, m) {
       })
       .def_property_readonly("n_ids", [](const PyEngine& pe) { return pe->n_ids(); })
       .def_property_readonly("pattern", [](const PyEngine& pe) { return pe->uses_regex() ? "regex" : pattern_name(pe->pattern()); })
-      .def_property_readonly("meta_json", [](const PyEngine& pe) { std::string_view v = pe->meta_json(); return py::str(v.data(), v.size()); })
+      .def_property_readonly("meta_json", [](const PyEngine& pe) {
+        std::string v;  // read at load by the Python face: guarded like the load itself
+        guard_mapped_reads(pe->cartridge().label(), [&] { v = std::string(pe->meta_json()); });
+        return py::str(v);
+      })
       .def_property_readonly("file_size", [](const PyEngine& pe) { return pe->cartridge().size(); })
       .def("info", [](const PyEngine& pe) { return cartridge_info(pe->cartridge()); })
       .def("special_tokens", [](const PyEngine& pe) {
         const Engine& e = *pe;
+        std::vector<std::pair<std::string, uint32_t>> specials;  // copied under the guard, as meta_json
+        guard_mapped_reads(e.cartridge().label(), [&] {
+          for (uint32_t i = 0; i < e.n_specials(); ++i) specials.emplace_back(std::string(e.special_text(i)), e.special_id(i));
+        });
         py::list out;
-        for (uint32_t i = 0; i < e.n_specials(); ++i) {
-          std::string_view b = e.special_text(i);
-          out.append(py::make_tuple(py::str(b.data(), b.size()), e.special_id(i)));
-        }
+        for (const auto& [text, id] : specials) out.append(py::make_tuple(py::str(text), id));
         return out;
       })
       .def("mergeable_ranks", [](const PyEngine& pe) {

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "xxhash64.h"
@@ -12,6 +13,8 @@
 #define CRAYON_NO_MMAP 1
 #else
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,6 +53,67 @@ constexpr size_t kChecksumOffset = 56;
 size_t align_up(size_t n) { return (n + kSectionAlign - 1) / kSectionAlign * kSectionAlign; }
 
 }  // namespace
+
+namespace detail {
+
+#if defined(CRAYON_NO_MMAP)
+bool run_with_sigbus_guard(void (*call)(void*), void* ctx) {
+  call(ctx);
+  return true;
+}
+#else
+namespace {
+
+// One process-wide SIGBUS handler, installed on first use. A fault on a thread inside a guarded
+// call jumps back to it; any other SIGBUS goes to the handler that was there before (Python's
+// faulthandler, say) or, if there was none, gets the default action, exactly as without us.
+#if defined(__GNUC__)
+__attribute__((tls_model("initial-exec")))  // read in the signal handler: no lazy TLS allocation there
+#endif
+thread_local sigjmp_buf* t_guard = nullptr;
+struct sigaction g_previous;
+std::once_flag g_installed;
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+  if (sigjmp_buf* jump = t_guard) siglongjmp(*jump, 1);
+  if (g_previous.sa_flags & SA_SIGINFO) {
+    if (g_previous.sa_sigaction != nullptr) return g_previous.sa_sigaction(sig, info, context);
+  } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+    return g_previous.sa_handler(sig);
+  }
+  signal(sig, SIG_DFL);  // returning re-runs the faulting read, which now takes the default action
+}
+
+}  // namespace
+
+bool run_with_sigbus_guard(void (*call)(void*), void* ctx) {
+  std::call_once(g_installed, [] {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_previous);
+  });
+  sigjmp_buf jump;
+  sigjmp_buf* const outer = t_guard;  // guarded calls may nest (an engine loading its cartridge)
+  if (sigsetjmp(jump, 1) != 0) {
+    t_guard = outer;
+    return false;
+  }
+  t_guard = &jump;
+  try {
+    call(ctx);
+  } catch (...) {
+    t_guard = outer;
+    throw;
+  }
+  t_guard = outer;
+  return true;
+}
+#endif
+
+}  // namespace detail
 
 std::string fourcc_name(uint32_t id) {
   std::string s;
@@ -120,7 +184,7 @@ std::shared_ptr<Cartridge> Cartridge::open(const std::string& path, bool verify_
   c->data_ = reinterpret_cast<const uint8_t*>(c->owned_.data());
   c->size_ = c->owned_.size();
 #endif
-  c->validate(verify_checksum);
+  guard_mapped_reads(c->label_, [&] { c->validate(verify_checksum); });
   return c;
 }
 

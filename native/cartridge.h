@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "double_array.h"
@@ -117,6 +118,22 @@ class Cartridge {
   std::vector<SectionInfo> sections_;
   bool checksum_ok_ = false;
 };
+
+// Runs f(), which reads a freshly mapped cartridge, so that a file truncated under the mapping
+// while it loads cannot kill the process: the SIGBUS such a read raises on this thread becomes a
+// CartridgeError naming `label`. Only reads on the calling thread inside f are covered; after
+// loading, replacing a cartridge must be done by renaming a new file over it (docs/cartridge.md).
+// POSIX only (elsewhere f just runs). f must not hold locks or own resources across its reads.
+namespace detail {
+bool run_with_sigbus_guard(void (*call)(void*), void* ctx);  // false: a SIGBUS interrupted it
+}
+template <class F>
+void guard_mapped_reads(const std::string& label, F&& f) {
+  if (!detail::run_with_sigbus_guard([](void* c) { (*static_cast<std::remove_reference_t<F>*>(c))(); }, &f)) {
+    throw CartridgeError("cartridge " + label + " changed while it was being loaded (truncated or rewritten in "
+                         "place); replace cartridges by renaming a new file over the old one");
+  }
+}
 
 // Assembles a cartridge image: add sections, then finish() lays them out, aligned, and stamps the
 // checksum. Section ids must be unique.
