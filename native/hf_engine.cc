@@ -12,6 +12,28 @@
 namespace crayon {
 namespace {
 
+// The model of a hostile cartridge (a valid checksum proves nothing) can return tokens that do
+// not tile the word: a trie that maps bytes to an id whose stored bytes are longer, merges whose
+// results disagree with the token table. Offsets index the text, so every token the model adds
+// is checked here, once, for all models: ids below n_ids, 0 <= start < end <= n, in order.
+// Consistent cartridges never fail this; a failure raises CartridgeError (ValueError in Python).
+void encode_word_checked(const HfModel& model, const uint8_t* piece, size_t n, std::vector<HfToken>& out) {
+  const size_t first = out.size();
+  model.encode_word(piece, n, out);
+  uint32_t prev_end = 0;
+  for (size_t i = first; i < out.size(); ++i) {
+    const HfToken& t = out[i];
+    if (t.id >= model.n_ids() || t.start > t.end || t.end > n || t.start < prev_end) {
+      throw CartridgeError("invalid cartridge: its model produced token id " + std::to_string(t.id) +
+                           " at bytes [" + std::to_string(t.start) + ", " + std::to_string(t.end) +
+                           ") of a " + std::to_string(n) +
+                           "-byte word; the vocabulary, merge and trie sections disagree (rebuild the cartridge)");
+    }
+    prev_end = t.start;
+  }
+}
+
+
 constexpr uint32_t kHFHD = fourcc("HFHD");
 constexpr uint32_t kMETA = fourcc("META");
 constexpr uint32_t kTJSN = fourcc("TJSN");
@@ -444,7 +466,7 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
     size_t end = streaming_->piece_end(text, pos);
     if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway
     tokens.clear();
-    model_->encode_word(bytes + pos, end - pos, tokens);
+    encode_word_checked(*model_, bytes + pos, end - pos, tokens);
     if (tokens.size() == 1 && tokens[0].start == 0 && tokens[0].end == end - pos) {
       // One token for the whole piece (pieces start and end on character boundaries).
       out.push(tokens[0].id, static_cast<uint32_t>(base + pos), static_cast<uint32_t>(base + end), word++);
@@ -452,8 +474,6 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
       continue;
     }
     for (const HfToken& t : tokens) {
-      // Spans come from token lengths in the cartridge: a damaged one must not send us past the piece.
-      if (t.start > t.end || t.end > end - pos) cartridge_->fail("a token does not fit the text it was matched on");
       out.push(t.id, char_start(pos + t.start), char_end(pos + t.end - 1), word);
     }
     ++word;
@@ -590,7 +610,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       // is the piece's byte k - |r| and whose prefix bytes stand for the first character.
       scratch.assign(r);
       scratch.append(reinterpret_cast<const char*>(bytes), n);
-      model.encode_word(reinterpret_cast<const uint8_t*>(scratch.data()), scratch.size(), tokens);
+      encode_word_checked(model, reinterpret_cast<const uint8_t*>(scratch.data()), scratch.size(), tokens);
       const uint32_t shift = static_cast<uint32_t>(r.size());
       auto at = [&](uint32_t k) { return k < shift ? p.start : p.start + k - shift; };
       for (const HfToken& t : tokens) {
@@ -602,7 +622,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       continue;
     }
     if (!p.prefix && !spaces) {
-      model.encode_word(bytes, n, tokens);
+      encode_word_checked(model, bytes, n, tokens);
       for (const HfToken& t : tokens) {
         note_unk(t, text.data() + p.start);
         out.push(t.id, where.start_of(p.start + t.start), where.end_of(p.start + t.end - 1), word);
@@ -625,7 +645,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
         source.push_back(k);
       }
     }
-    model.encode_word(reinterpret_cast<const uint8_t*>(scratch.data()), scratch.size(), tokens);
+    encode_word_checked(model, reinterpret_cast<const uint8_t*>(scratch.data()), scratch.size(), tokens);
     emit_rewritten(tokens, scratch.data(), source, where, unk_text, word, out);
     ++word;
   }
@@ -773,7 +793,7 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
         n += 1;
       }
       tokens.clear();
-      model_->encode_word(bytes, n, tokens);
+      encode_word_checked(*model_, bytes, n, tokens);
       const uint32_t shift = p.prefix ? 1 : 0;
       // The inserted space takes the place of the piece's first character and its alignment
       // (tokenizers' NormalizedString::prepend; the character itself then shares it).

@@ -1,7 +1,8 @@
 """The cartridge fuzz target under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer.
 
-The engine (every native/*.cc but the Python bindings) and fuzz/fuzz_cartridge.cc are compiled
-with -fsanitize=address,undefined and fuzz/fuzz_main.cc's driver, which replays the seed
+The engine (every native/*.cc but the Python bindings) and the fuzz targets (fuzz_cartridge.cc,
+and fuzz_encode_text.cc for text) are compiled with -fsanitize=address,undefined and
+fuzz/fuzz_main.cc's driver, which replays the seed
 cartridges (fuzz/make_seeds.py: one per engine and model), every file in fuzz/regressions/
 (inputs that once crashed), then a few seconds of seeded mutations. Every input is loaded and
 used as the Python faces do; a file may be refused with an exception, but any memory error,
@@ -34,11 +35,12 @@ def _compiler() -> str:
 
 
 @pytest.fixture(scope="module")
-def driver(tmp_path_factory) -> Path:
+def drivers(tmp_path_factory) -> dict[str, Path]:
+    """The two fuzz targets, each linked with the engine's objects and fuzz_main.cc's driver."""
     cxx = _compiler()
     d = tmp_path_factory.mktemp("fuzz_asan")
-    sources = [s for s in sorted((ROOT / "native").glob("*.cc")) if not s.name.startswith("bindings")]
-    sources += [ROOT / "fuzz" / "fuzz_cartridge.cc", ROOT / "fuzz" / "fuzz_main.cc"]
+    engine = [s for s in sorted((ROOT / "native").glob("*.cc")) if not s.name.startswith("bindings")]
+    targets = {"cartridge": ROOT / "fuzz" / "fuzz_cartridge.cc", "encode_text": ROOT / "fuzz" / "fuzz_encode_text.cc"}
 
     def compile_one(src: Path) -> Path:
         obj = d / (src.stem + ".o")
@@ -48,13 +50,24 @@ def driver(tmp_path_factory) -> Path:
             pytest.fail(f"compiling {src.name} failed:\n{proc.stderr[-4000:]}")
         return obj
 
+    sources = engine + [ROOT / "fuzz" / "fuzz_main.cc", *targets.values()]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        objects = list(pool.map(compile_one, sources))
-    exe = d / "fuzz_cartridge"
-    proc = subprocess.run([cxx, *SANITIZE, *map(str, objects), "-o", str(exe), "-lpthread"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.fail(f"linking the fuzz driver failed:\n{proc.stderr[-4000:]}")
-    return exe
+        objects = dict(zip(sources, pool.map(compile_one, sources)))
+    common = [str(objects[s]) for s in engine] + [str(objects[ROOT / "fuzz" / "fuzz_main.cc"])]
+    exes = {}
+    for name, src in targets.items():
+        exe = d / f"fuzz_{name}"
+        proc = subprocess.run([cxx, *SANITIZE, *common, str(objects[src]), "-o", str(exe), "-lpthread"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.fail(f"linking fuzz_{name} failed:\n{proc.stderr[-4000:]}")
+        exes[name] = exe
+    return exes
+
+
+@pytest.fixture(scope="module")
+def driver(drivers) -> Path:
+    return drivers["cartridge"]
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +96,17 @@ def test_short_mutation_run_is_clean(driver, seeds, tmp_path):
     _run(driver, "-runs=1500", "-seed=20261121", f"-artifact={tmp_path / 'crash-candidate'}", str(seeds), cwd=tmp_path)
 
 
+def test_text_target_is_clean(drivers, tmp_path):
+    """Arbitrary bytes as text through real engines (fuzz/fuzz_encode_text.cc): seeds are real
+    text, including invalid UTF-8, then mutations."""
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "readme.txt").write_bytes((ROOT / "README.md").read_bytes()[:4000])
+    (seeds / "odd.bin").write_bytes("中文 😀 e\u0301 \x00 ".encode() + b"\xff\xfe\xc0\x80\xed\xa0\x80 " + b"a" * 300)
+    _run(drivers["encode_text"], "-runs=300", "-seed=7", f"-artifact={tmp_path / 'crash-candidate'}", str(seeds),
+         str(ROOT / "fuzz" / "regressions" / "encode_text"), cwd=tmp_path)
+
+
 def test_regressions_refused_by_the_python_faces():
     """Each regression input, through the Python API, in a child process (a crash would be a
     signal): a ValueError naming the problem, or a tokenizer that works."""
@@ -104,6 +128,6 @@ for load in (tk.Encoding.from_cartridge, crayon_hf.Tokenizer.from_cartridge):
         outcomes.append("refused on use: " + str(e)[:200])
 print(outcomes)
 """
-    for path in sorted((ROOT / "fuzz" / "regressions").rglob("*.dat")):
+    for path in sorted((ROOT / "fuzz" / "regressions" / "cartridge").glob("*.dat")):
         proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, f"{path.name}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
