@@ -67,9 +67,9 @@ namespace {
 // One process-wide SIGBUS handler, installed on first use. A fault on a thread inside a guarded
 // call jumps back to it; any other SIGBUS goes to the handler that was there before (Python's
 // faulthandler, say) or, if there was none, gets the default action, exactly as without us.
-#if defined(__GNUC__)
-__attribute__((tls_model("initial-exec")))  // read in the signal handler: no lazy TLS allocation there
-#endif
+// Not initial-exec TLS: that would take static TLS space that libraries loaded after this module
+// (libgomp, torch) need. The handler reads t_guard only after this thread has set it, so its TLS
+// block exists by then.
 thread_local sigjmp_buf* t_guard = nullptr;
 struct sigaction g_previous;
 std::once_flag g_installed;

@@ -132,3 +132,17 @@ def our_encoding(name: str):
     _OURS[name] = enc
     return enc
 
+
+def child_python(*args: str) -> dict:
+    """subprocess.run/Popen keyword arguments for a child `python` that imports the crayon_hf under
+    test (the installed package in CI, the built checkout in development), never the uncompiled
+    source tree a child would find first when started in the checkout: a neutral working
+    directory and PYTHONPATH pointing at the imported package's parent."""
+    import tempfile
+
+    import crayon_hf
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(Path(crayon_hf.__file__).resolve().parents[1])] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    return {"cwd": tempfile.gettempdir(), "env": env}
+

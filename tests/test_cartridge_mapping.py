@@ -18,7 +18,7 @@ import pytest
 
 import crayon_hf
 import crayon_hf.tiktoken as tk
-from support import VOCAB, require_shared
+from support import VOCAB, child_python, require_shared
 
 CHURN = r"""
 import collections, json, os, sys, time
@@ -58,7 +58,7 @@ def test_load_racing_in_place_truncation_never_crashes(tmp_path, face):
     else:
         crayon_hf.Tokenizer.from_file(require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json")).save_cartridge(src)
     proc = subprocess.run([sys.executable, "-c", CHURN, str(src), "3", face], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, **child_python())
     assert proc.returncode == 0, f"the loading process died (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
     outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
     assert outcomes.get("loaded", 0) > 0, outcomes

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from crayon_hf import _crayon
+from support import child_python
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,7 +51,7 @@ def test_atomic_replace_while_loading_never_crashes(tmp_path):
     images.append(bytes(damaged))
     path.write_bytes(images[0])
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), "3"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                             stderr=subprocess.PIPE, text=True, **child_python())
     i = 0
     while child.poll() is None:
         tmp = tmp_path / f"model.dat.tmp{i % 2}"

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import pytest
 
-from support import ROOT, require_module
+from support import child_python, require_module
 
 tokenizers = require_module("tokenizers")
 tiktoken = require_module("tiktoken")
@@ -340,7 +340,7 @@ def test_catastrophic_patterns_end_in_bounded_time() -> None:
     worst case (docs/robustness.md): polynomial, but 10k characters of `(a+)+$` take ~0.5 s."""
     cases = [(p, "a" * 3_000 + tail) for p in CATASTROPHIC for tail in ("", "c", "!")]
     proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(BASE)], input=json.dumps(cases), text=True,
-                          capture_output=True, timeout=240, cwd=ROOT)
+                          capture_output=True, timeout=240, **child_python())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(proc.stdout.splitlines()) == len(cases)
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import VOCAB, require_shared
+from support import VOCAB, child_python, require_shared
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,7 +50,7 @@ print(json.dumps({"before_kib": before, "after_kib": rss_kib()}))
 def test_repeated_load_unload_does_not_grow_rss(tmp_path):
     tok_json = require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json")
     proc = subprocess.run([sys.executable, "-c", CHILD, str(tok_json), str(tmp_path / "tiny.dat")],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+                          capture_output=True, text=True, timeout=300, **child_python())
     assert proc.returncode == 0, proc.stderr[-3000:]
     rss = json.loads(proc.stdout.strip().splitlines()[-1])
     growth_mib = (rss["after_kib"] - rss["before_kib"]) / 1024

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from support import child_python
+
 ROOT = Path(__file__).resolve().parents[1]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
 
@@ -129,5 +131,6 @@ for load in (tk.Encoding.from_cartridge, crayon_hf.Tokenizer.from_cartridge):
 print(outcomes)
 """
     for path in sorted((ROOT / "fuzz" / "regressions" / "cartridge").glob("*.dat")):
-        proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120,
+                              **child_python())
         assert proc.returncode == 0, f"{path.name}: exit {proc.returncode}\n{proc.stderr[-3000:]}"

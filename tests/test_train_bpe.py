@@ -9,7 +9,6 @@ tok.train_from_iterator(iterator). Parity = the whole saved tokenizer.json docum
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from crayon_hf.train import GPT2_PATTERN, _iter_lines, byte_level_alphabet, reference_merges, train_bpe
-from support import CORPORA, require_module, require_shared
+from support import CORPORA, child_python, require_module, require_shared
 
 SAMPLE = 160 * 1024
 CORPUS_FILES = ["en_botchan.txt", "ja_wagahaiwa_nekodearu.txt", "code_cpython_headers.h.txt",
@@ -204,16 +203,16 @@ def test_cli_train(samples, tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "crayon_hf.cli", "train", samples["en_botchan.txt"], "--vocab-size", "700",
            "--special-token", "<s>", "--special-token", "</s>", "-q", "-o", str(out)]
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    run = child_python()
+    r = subprocess.run(cmd, capture_output=True, text=True, **run)
     assert r.returncode == 0, r.stderr
     ref = _reference_files([samples["en_botchan.txt"]], 700, ["<s>", "</s>"])
     assert json.loads((out / "tokenizer.json").read_text(encoding="utf-8")) == ref
     assert (out / "tokenizer.dat").stat().st_size > 0
-    bad = subprocess.run(cmd[:5] + ["--vocab-size", "100", "-o", str(out)], capture_output=True, text=True, env=env)
+    bad = subprocess.run(cmd[:5] + ["--vocab-size", "100", "-o", str(out)], capture_output=True, text=True, **run)
     assert bad.returncode == 2 and "below the special tokens" in bad.stderr
     missing = subprocess.run(cmd[:4] + ["/nonexistent.txt", "--vocab-size", "400", "-o", str(out)],
-                             capture_output=True, text=True, env=env)
+                             capture_output=True, text=True, **run)
     assert missing.returncode == 2 and "no such file" in missing.stderr
 
 
