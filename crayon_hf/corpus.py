@@ -24,7 +24,6 @@ from __future__ import annotations
 import array
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Union
@@ -32,6 +31,7 @@ from typing import Any, Iterable, Iterator, Union
 import numpy as np
 
 from crayon_hf import __version__
+from crayon_hf._progress import Progress
 from crayon_hf.streaming import ParallelEncoder
 
 FORMATS = {"uint16": np.dtype("<u2"), "uint32": np.dtype("<u4"), "npy": np.dtype("<u4")}
@@ -510,7 +510,7 @@ class _Batches:
     (the native batch call releases the GIL, so parsing JSON overlaps encoding) and written in
     order. At most two batches are held: the one being read and the one being encoded."""
 
-    def __init__(self, face: _Face, writer: _CorpusWriter, bar: _Progress, batch_chars: int) -> None:
+    def __init__(self, face: _Face, writer: _CorpusWriter, bar: Progress, batch_chars: int) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self.face, self.writer, self.bar, self.batch_chars = face, writer, bar, batch_chars
@@ -549,52 +549,6 @@ class _Batches:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-# -------------------------------------------------------------------------------- progress
-
-
-class _Progress:
-    """Input bytes and MiB/s on stderr: tqdm when installed, else one rewritten line."""
-
-    def __init__(self, total: int | None, enabled: bool) -> None:
-        self._bar = None
-        self.enabled = enabled
-        if not enabled:
-            return
-        try:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=total or None, unit="B", unit_scale=True, unit_divisor=1024,
-                             desc="encode-corpus", file=sys.stderr, mininterval=0.5)
-        except ImportError:
-            self.total, self.done, self.start, self.shown = total, 0, time.perf_counter(), 0.0
-
-    def update(self, n: int) -> None:
-        if not self.enabled or n <= 0:
-            return
-        if self._bar is not None:
-            self._bar.update(n)
-            return
-        self.done += n
-        now = time.perf_counter()
-        if now - self.shown >= 0.5:
-            self.shown = now
-            self._line(now)
-
-    def _line(self, now: float) -> None:
-        rate = self.done / max(now - self.start, 1e-9) / (1 << 20)
-        share = f"{100 * self.done / self.total:5.1f}% " if self.total else f"{self.done / (1 << 20):,.0f} MiB "
-        print(f"\rencode-corpus: {share}{rate:7.1f} MiB/s", end="", file=sys.stderr)
-
-    def close(self) -> None:
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.close()
-        else:
-            self._line(time.perf_counter())
-            print(file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------------ the loop
@@ -657,7 +611,7 @@ def encode_corpus(
     total = sum(os.path.getsize(s) for _, s in sources if isinstance(s, str))
     known_total = all(isinstance(s, str) for _, s in sources)
     writer = _CorpusWriter(output, dtype, format == "npy", eos)
-    bar = _Progress(total if known_total else None, progress)
+    bar = Progress("encode-corpus", total if known_total else None, progress, unit="B")
     batches = _Batches(face, writer, bar, batch_chars)
     try:
         parallel: Any = None

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+from crayon_hf._progress import Progress
 
 __all__ = ["train_bpe", "byte_level_alphabet", "reference_merges", "GPT2_PATTERN"]
 
@@ -53,46 +53,9 @@ def byte_level_alphabet() -> list[str]:
     return sorted(_bytes_to_unicode().values())
 
 
-class _Progress:
-    """A stage's progress on stderr: tqdm when installed, else one rewritten line."""
-
-    def __init__(self, desc: str, total: int | None, enabled: bool, unit: str = "it") -> None:
-        self.enabled, self.desc, self.total, self.done = enabled, desc, total, 0
-        self._bar: Any = None
-        self._shown = 0.0
-        if not enabled:
-            return
-        try:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=total, desc=desc, unit=unit, unit_scale=unit == "B", file=sys.stderr,
-                             mininterval=0.5)
-        except ImportError:
-            pass
-
-    def update_to(self, done: int) -> None:
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.update(done - self.done)
-        elif time.monotonic() - self._shown > 0.5:
-            self._shown = time.monotonic()
-            total = f"/{self.total}" if self.total else ""
-            print(f"\r{self.desc}: {done}{total}", end="", file=sys.stderr, flush=True)
-        self.done = done
-
-    def close(self) -> None:
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.close()
-        else:
-            print(f"\r{self.desc}: {self.done} done", file=sys.stderr, flush=True)
-
-
 def _count_files(counter: Any, paths: Sequence[str], threads: int, progress: bool) -> None:
     total = sum(os.path.getsize(p) for p in paths)
-    bar = _Progress("Pre-processing files", total, progress, unit="B")
+    bar = Progress("Pre-processing files", total, progress, unit="B")
     done = 0
     for path in paths:
         with open(path, "rb") as f:
@@ -123,7 +86,7 @@ def _add_lines(counter: Any, text: bytes, path: str, threads: int) -> None:
 
 
 def _count_iterator(counter: Any, items: Iterable[Any], threads: int, progress: bool) -> None:
-    bar = _Progress("Pre-processing sequences", None, progress)
+    bar = Progress("Pre-processing sequences", None, progress)
     batch: list[str] = []
     chars = seen = 0
     for item in items:
@@ -253,7 +216,7 @@ def train_bpe(
     else:
         _count_iterator(counter, source, threads, show_progress)
 
-    bar = _Progress("Compute merges", max(0, vocab_size), show_progress)
+    bar = Progress("Compute merges", max(0, vocab_size), show_progress)
     vocab, merges, _steps = core.train_bpe_words(
         counter, True, vocab_size, min_frequency, specials, limit_alphabet, alphabet_cps,
         continuing_subword_prefix, end_of_word_suffix, max_token_length,

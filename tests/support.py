@@ -146,3 +146,33 @@ def child_python(*args: str) -> dict:
         [str(Path(crayon_hf.__file__).resolve().parents[1])] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     return {"cwd": tempfile.gettempdir(), "env": env}
 
+
+def cxx_compiler(what: str) -> list[str]:
+    """The C++ compiler for a standalone native test ($CXX, else g++, c++ or clang++); skips
+    `what` when there is none."""
+    import shlex
+    import shutil
+
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+    if not cxx:
+        pytest.skip(f"no C++ compiler (g++, c++ or clang++) on PATH; set CXX to run {what}")
+    return shlex.split(cxx)
+
+
+def compile_cxx(cxx: list[str], sources: list[Path], out: Path, extra: list[str]):
+    """Compiles `sources` (C++17, warnings on, native/ on the include path) into executable `out`."""
+    import subprocess
+
+    cmd = [*cxx, "-std=c++17", "-Wall", "-Wextra", "-I", str(ROOT / "native"), *extra, *map(str, sources),
+           "-o", str(out)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def run_native(exe: Path, args: list[str]) -> None:
+    """Runs a native test executable, printing its output; fails on a non-zero exit."""
+    import subprocess
+
+    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
+    print(proc.stdout)
+    assert proc.returncode == 0, f"{exe.name} exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+

@@ -9,13 +9,12 @@ build timings are printed (pytest -s), never asserted.
 
 from __future__ import annotations
 
-import os
-import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from support import compile_cxx, cxx_compiler, run_native
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [ROOT / "native" / "double_array.cc", ROOT / "tests" / "native" / "test_double_array.cc"]
@@ -29,38 +28,19 @@ def _vocabs() -> list[str]:
     return [str(require_shared(VOCAB / "tiktoken" / v)) for v in VOCABS]
 
 
-def _compiler() -> list[str]:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-    if not cxx:
-        pytest.skip("no C++ compiler (g++, c++ or clang++) on PATH; set CXX to run the native trie test")
-    return shlex.split(cxx)
-
-
-def _compile(cxx: list[str], out: Path, extra: list[str]) -> subprocess.CompletedProcess[str]:
-    cmd = [*cxx, "-std=c++17", "-Wall", "-Wextra", "-I", str(ROOT / "native"), *extra,
-           *map(str, SOURCES), "-o", str(out)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-
-
-def _run(exe: Path, args: list[str]) -> None:
-    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
-    print(proc.stdout)
-    assert proc.returncode == 0, f"{exe.name} exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-
-
 def test_double_array_native_optimised(tmp_path: Path) -> None:
-    cxx = _compiler()
+    cxx = cxx_compiler("the native trie test")
     exe = tmp_path / "test_double_array"
-    built = _compile(cxx, exe, ["-O2"])
+    built = compile_cxx(cxx, SOURCES, exe, ["-O2"])
     assert built.returncode == 0, built.stderr
-    _run(exe, _vocabs())
+    run_native(exe, _vocabs())
 
 
 def test_double_array_native_sanitized(tmp_path: Path) -> None:
-    cxx = _compiler()
+    cxx = cxx_compiler("the native trie test")
     exe = tmp_path / "test_double_array_asan"
     flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
-    built = _compile(cxx, exe, ["-O1", "-g", "-fno-omit-frame-pointer", *flags])
+    built = compile_cxx(cxx, SOURCES, exe, ["-O1", "-g", "-fno-omit-frame-pointer", *flags])
     if built.returncode != 0:
         probe = tmp_path / "probe.cc"
         probe.write_text("int main() { return 0; }\n")
@@ -68,4 +48,4 @@ def test_double_array_native_sanitized(tmp_path: Path) -> None:
                           capture_output=True, timeout=60).returncode != 0:
             pytest.skip(f"{' '.join(cxx)} cannot build with {flags[0]} here (no sanitizer runtime?)")
     assert built.returncode == 0, built.stderr
-    _run(exe, _vocabs())
+    run_native(exe, _vocabs())
