@@ -20,16 +20,16 @@ namespace {
 void encode_word_checked(const HfModel& model, const uint8_t* piece, size_t n, std::vector<HfToken>& out) {
   const size_t first = out.size();
   model.encode_word(piece, n, out);
-  uint32_t prev_end = 0;
+  uint32_t prev_start = 0;
   for (size_t i = first; i < out.size(); ++i) {
     const HfToken& t = out[i];
-    if (t.id >= model.n_ids() || t.start > t.end || t.end > n || t.start < prev_end) {
+    if (t.id >= model.n_ids() || t.start > t.end || t.end > n || t.start < prev_start) {
       throw CartridgeError("invalid cartridge: its model produced token id " + std::to_string(t.id) +
                            " at bytes [" + std::to_string(t.start) + ", " + std::to_string(t.end) +
                            ") of a " + std::to_string(n) +
                            "-byte word; the vocabulary, merge and trie sections disagree (rebuild the cartridge)");
     }
-    prev_end = t.start;
+    prev_start = t.start;
   }
 }
 
