@@ -13,7 +13,7 @@ and returns a :class:`crayon_hf.Tokenizer` built from the same tokenizer.json ``
 would save. Files are read line by line (each line, with its ``\\n``, is one sequence, as in
 ``train_from_files``); an iterator's strings are one sequence each (``train_from_iterator``).
 Counting runs natively on all cores over 4 MiB blocks, so memory follows the number of distinct
-words, not the corpus size. The merge loop is native too (``native/bpe_trainer.h``);
+words, not the corpus size. The merge loop is native too (``native/train/bpe_trainer.h``);
 :func:`reference_merges` below is its slow, readable twin used by the tests.
 """
 

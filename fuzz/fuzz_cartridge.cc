@@ -22,10 +22,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cartridge.h"
-#include "hf_components.h"
-#include "hf_engine.h"
-#include "tiktoken_engine.h"
+#include "core/cartridge.h"
+#include "engines/hf_components.h"
+#include "engines/hf_engine.h"
+#include "engines/tiktoken_engine.h"
 
 namespace {
 

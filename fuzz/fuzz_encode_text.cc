@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "cartridge.h"
+#include "core/cartridge.h"
 #include "fuzz_seeds.h"
-#include "hf_engine.h"
-#include "tiktoken_engine.h"
+#include "engines/hf_engine.h"
+#include "engines/tiktoken_engine.h"
 
 using namespace crayon;
 

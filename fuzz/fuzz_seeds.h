@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "hf_engine.h"
-#include "tiktoken_engine.h"
+#include "engines/hf_engine.h"
+#include "engines/tiktoken_engine.h"
 
 namespace crayon::fuzz_seeds {
 

@@ -1,6 +1,6 @@
 """The numpy batch calls (tiktoken face: `encode_ordinary_batch_to_numpy`, `encode_batch_to_numpy`;
 tokenizers face: `Tokenizer.encode_batch_to_numpy`) against the list calls and the references, and
-the persistent worker pool behind every batch call (native/parallel.cc): many Python threads at
+the persistent worker pool behind every batch call (native/core/parallel.cc): many Python threads at
 once, forked children (what `datasets.Dataset.map(num_proc=N)` does), exceptions inside a batch.
 """
 

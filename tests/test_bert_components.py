@@ -1,4 +1,4 @@
-"""Differential tests: native/bert.cc against tokenizers' BertNormalizer and BertPreTokenizer.
+"""Differential tests: native/text/bert.cc against tokenizers' BertNormalizer and BertPreTokenizer.
 
 The native code is reached through tests/native/bert_driver.cc, compiled here with g++ (once
 optimised, once under AddressSanitizer + UndefinedBehaviorSanitizer, both at once). The driver runs
@@ -44,7 +44,7 @@ from alignment_oracle import u32 as _u32  # noqa: E402
 from support import corpus_files, corpus_text, random_slices, short_docs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "native" / "bert.cc", ROOT / "native" / "normalize.cc", ROOT / "tests" / "native" / "bert_driver.cc"]
+SOURCES = [ROOT / "native" / "text" / "bert.cc", ROOT / "native" / "text" / "normalize.cc", ROOT / "tests" / "native" / "bert_driver.cc"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
 ALL_CPS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
 

@@ -22,9 +22,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 SOURCES = [
-    "native/double_array.cc",
-    "native/bpe.cc",
-    "native/bpe_backtrack.cc",
+    "native/core/double_array.cc",
+    "native/models/bpe.cc",
+    "native/models/bpe_backtrack.cc",
     "tests/native/test_bpe_backtrack.cc",
 ]
 

@@ -17,7 +17,7 @@ import pytest
 from support import compile_cxx, cxx_compiler, run_native
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "native" / "double_array.cc", ROOT / "tests" / "native" / "test_double_array.cc"]
+SOURCES = [ROOT / "native" / "core" / "double_array.cc", ROOT / "tests" / "native" / "test_double_array.cc"]
 # Real vocabularies to build and time when present (a CI checkout may not have them).
 VOCABS = ["o200k_base.tiktoken", "cl100k_base.tiktoken"]
 

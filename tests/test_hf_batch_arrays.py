@@ -1,4 +1,4 @@
-"""The array path of a batch (crayon_hf/_hf/batch.py + native/hf_batch.cc) against the
+"""The array path of a batch (crayon_hf/_hf/batch.py + native/engines/hf_batch.cc) against the
 per-document path it replaces (`Tokenizer._encode_batch_with`: encode, `post_process`,
 `pad_encodings`), which test_hf_parity.py holds equal to `tokenizers`. Every field of every
 document must match, and so must the lazily built `Encoding` objects."""

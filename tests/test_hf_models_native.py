@@ -1,4 +1,4 @@
-"""Differential tests: native/wordpiece.cc, unigram.cc and wordlevel.cc against tokenizers' models ALONE.
+"""Differential tests: native/models/wordpiece.cc, unigram.cc and wordlevel.cc against tokenizers' models ALONE.
 
 The native models are reached through tests/native/model_driver.cc, compiled here with g++ (once
 optimised, once under AddressSanitizer + UndefinedBehaviorSanitizer). The driver encodes every piece
@@ -48,7 +48,7 @@ from tokenizers import Tokenizer, models  # noqa: E402
 from support import VOCAB, corpus_files, corpus_text, random_slices, require_shared, short_docs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "native" / name for name in ("double_array.cc", "wordpiece.cc", "unigram.cc", "wordlevel.cc")]
+SOURCES = [ROOT / "native" / name for name in ("core/double_array.cc", "models/wordpiece.cc", "models/unigram.cc", "models/wordlevel.cc")]
 SOURCES.append(ROOT / "tests" / "native" / "model_driver.cc")
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
 WORDPIECE, UNIGRAM, WORDLEVEL = 1, 2, 3

@@ -1,4 +1,4 @@
-"""Differential tests: native/normalize.cc against tokenizers' own normalizers, text AND alignments.
+"""Differential tests: native/text/normalize.cc against tokenizers' own normalizers, text AND alignments.
 
 The native code is reached through tests/native/normalize_driver.cc, compiled here with g++ (once
 optimised, once under AddressSanitizer + UndefinedBehaviorSanitizer). The driver runs every case
@@ -40,7 +40,7 @@ from alignment_oracle import u32 as _u32  # noqa: E402
 from support import corpus_files, corpus_text, random_slices, short_docs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "native" / "normalize.cc", ROOT / "tests" / "native" / "normalize_driver.cc"]
+SOURCES = [ROOT / "native" / "text" / "normalize.cc", ROOT / "tests" / "native" / "normalize_driver.cc"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
 ALL_CPS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
 

@@ -16,7 +16,7 @@ import pytest
 from support import compile_cxx, cxx_compiler, run_native
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "native" / "parallel.cc", ROOT / "tests" / "native" / "test_parallel.cc"]
+SOURCES = [ROOT / "native" / "core" / "parallel.cc", ROOT / "tests" / "native" / "test_parallel.cc"]
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the test forks and uses POSIX calls")
 

@@ -1,4 +1,4 @@
-"""Differential tests: native/precompiled.cc against tokenizers' Precompiled normalizer, text AND
+"""Differential tests: native/text/precompiled.cc against tokenizers' Precompiled normalizer, text AND
 alignments.
 
 The native code is reached through tests/native/precompiled_driver.cc, compiled here with g++ (once
@@ -18,7 +18,7 @@ Oracles:
               256 byte-level characters and no merges: one token per byte of the normalized text,
               whose offsets are that byte's alignment, converted to char offsets by tokenizers'
               BytesToCharOffsetConverter (reproduced in `char_offsets`). Where an alignment is
-              (0, 0) (after Prepend(""), the poisoned text of native/normalize.h) ByteLevel panics,
+              (0, 0) (after Prepend(""), the poisoned text of native/text/normalize.h) ByteLevel panics,
               so those cases use Split('(?m).') + WordLevel: one token per normalized char.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ from support import ROOT, VOCAB, corpus_files, corpus_text, random_slices, requi
 
 os.environ.setdefault("RUST_BACKTRACE", "0")  # tokenizers' panics are expected here; keep them short
 
-SOURCES = [ROOT / "native" / "precompiled.cc", ROOT / "native" / "normalize.cc",
+SOURCES = [ROOT / "native" / "text" / "precompiled.cc", ROOT / "native" / "text" / "normalize.cc",
            ROOT / "tests" / "native" / "precompiled_driver.cc"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
 ALL_CPS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
@@ -499,10 +499,10 @@ def test_grapheme_probes_full(driver):
 
 
 def committed_runs() -> list[tuple[int, int, int]]:
-    """(first, end, props) of native/grapheme_tables.h's runs."""
+    """(first, end, props) of native/tables/grapheme_tables.h's runs."""
     import re
 
-    header = (ROOT / "native" / "grapheme_tables.h").read_text(encoding="utf-8")
+    header = (ROOT / "native" / "tables" / "grapheme_tables.h").read_text(encoding="utf-8")
     body = header[header.index("kRuns[kRunCount] = {"):]
     words = [int(w, 16) for w in re.findall(r"0x([0-9A-F]{8})", body)]
     starts = [w >> 8 for w in words] + [0x110000]

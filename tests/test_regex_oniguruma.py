@@ -1,6 +1,6 @@
 """Differential tests of the native Oniguruma-compatible regex engine and Split machinery.
 
-tests/native/regex_driver.cc is compiled with native/regex.cc, split.cc and pretokenize.cc (once
+tests/native/regex_driver.cc is compiled with native/text/regex.cc, split.cc and pretokenize.cc (once
 optimised, once under AddressSanitizer + UndefinedBehaviorSanitizer) and fed batches of cases; every
 result is compared with what `tokenizers` itself returns from
 `pre_tokenizers.Split(Regex(p), behavior, invert=...).pre_tokenize_str(s)` (and the Whitespace,
@@ -35,7 +35,7 @@ tokenizers = require_module("tokenizers")
 from tokenizers import Regex  # noqa: E402
 from tokenizers import pre_tokenizers as pt  # noqa: E402
 
-SOURCES = [ROOT / "native" / n for n in ("regex.cc", "split.cc", "pretokenize.cc")] + [
+SOURCES = [ROOT / "native" / n for n in ("text/regex.cc", "text/split.cc", "text/pretokenize.cc")] + [
     ROOT / "tests" / "native" / "regex_driver.cc"
 ]
 BEHAVIORS = ["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]

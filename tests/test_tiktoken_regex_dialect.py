@@ -1,6 +1,6 @@
 """The general regex engine in tiktoken's dialect (fancy-regex 0.19), differential against tiktoken.
 
-A split pattern without a hand-written scanner runs on `native/regex.cc` with
+A split pattern without a hand-written scanner runs on `native/text/regex.cc` with
 RegexDialect::kFancyRegex. Every test compares with the real tiktoken built offline:
 
 * ids: `crayon_hf.tiktoken.Encoding(P, real cl100k/r50k ranks)` vs `tiktoken.Encoding(P, same)`,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate native/bert_tables.h: the character classes of BertNormalizer and BertPreTokenizer.
+"""Generate native/tables/bert_tables.h: the character classes of BertNormalizer and BertPreTokenizer.
 
 tokenizers (normalizers/bert.rs, pre_tokenizers/bert.rs) decides them with three sources of
 Unicode data, of three different ages, so every class is *probed from the reference* (tokenizers
@@ -27,7 +27,7 @@ exactly the known ones (characters new since 8.0, and the two marks and two punc
 category changed later); the script fails otherwise.
 
 Usage:
-    python tools/gen_bert_tables.py            # (re)write native/bert_tables.h
+    python tools/gen_bert_tables.py            # (re)write native/tables/bert_tables.h
     python tools/gen_bert_tables.py --check    # exit 1 if the committed header is stale
 
 Requires tokenizers (0.23.x) and unicodedata2 (16.0.0).
@@ -40,7 +40,7 @@ from pathlib import Path
 from _generated import generator_main  # tools/ is on sys.path when a generator runs
 from gen_regex_tables import best_two_stage, probe_pretokenizer, rows
 
-HEADER = Path(__file__).resolve().parent.parent / "native" / "bert_tables.h"
+HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "bert_tables.h"
 MAX_CP = 0x110000
 EXPECTED_UNICODE = "16.0.0"
 TOKENIZERS_SERIES = "0.23"

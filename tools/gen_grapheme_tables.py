@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Generate native/grapheme_tables.h: the grapheme-cluster properties behind tokenizers' Precompiled.
+"""Generate native/tables/grapheme_tables.h: the grapheme-cluster properties behind tokenizers' Precompiled.
 
 tokenizers 0.23.3 splits text into extended grapheme clusters with the `unicode-segmentation`
 crate (1.13.3 in the wheel's SBOM: Unicode 17.0.0) before it looks clusters up in a SentencePiece
 charsmap. The crate gives every code point ONE category (the Grapheme_Cluster_Break classes, with
 InCB=Consonant and Extended_Pictographic folded in as two more) plus two flags (InCB=Extend,
-InCB=Linker), and applies UAX #29's rules in its own order (see native/precompiled.h).
+InCB=Linker), and applies UAX #29's rules in its own order (see native/text/precompiled.h).
 
 The tables are *probed from tokenizers*, not read from a Unicode database, so they are what the
 pinned reference does, whatever Unicode version the Python packages here carry. Each probe is a
@@ -27,7 +27,7 @@ When the `regex` module is installed, its \\p{Grapheme_Cluster_Break=...}, \\p{I
 (expected: only code points whose Unicode version differs from the crate's).
 
 Usage:
-    python tools/gen_grapheme_tables.py            # (re)write native/grapheme_tables.h
+    python tools/gen_grapheme_tables.py            # (re)write native/tables/grapheme_tables.h
     python tools/gen_grapheme_tables.py --check    # exit 1 if the committed header is stale
 
 Requires tokenizers 0.23.x for both modes (about 15 s).
@@ -41,11 +41,11 @@ from pathlib import Path
 
 from _generated import generator_main  # tools/ is on sys.path when a generator runs
 
-HEADER = Path(__file__).resolve().parent.parent / "native" / "grapheme_tables.h"
+HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "grapheme_tables.h"
 TOKENIZERS_SERIES = "0.23"
 MAX_CP = 0x110000
 
-# The crate's categories, in the order of native/grapheme_tables.h's enum.
+# The crate's categories, in the order of native/tables/grapheme_tables.h's enum.
 CATS = ["Any", "CR", "LF", "Control", "Extend", "ZWJ", "Regional_Indicator", "Prepend", "SpacingMark",
         "L", "V", "T", "LV", "LVT", "InCB_Consonant", "Extended_Pictographic"]
 C = {name: i for i, name in enumerate(CATS)}

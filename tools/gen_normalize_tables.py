@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate native/normalize_tables.h: the Unicode data behind tokenizers' normalizers.
+"""Generate native/tables/normalize_tables.h: the Unicode data behind tokenizers' normalizers.
 
 `tokenizers` 0.23.3 takes its NFD/NFKD/NFC/NFKC from the `unicode-normalization-alignments` crate
 (a 2019 fork of unicode-normalization, Unicode 9.0 data) and its Lowercase from Rust's
@@ -22,7 +22,7 @@ knows (differences are allowed only where the crate has no data at all, i.e. new
 and the counts of such differences are recorded in the header. Any other difference is an error.
 
 Usage:
-    python tools/gen_normalize_tables.py            # (re)write native/normalize_tables.h
+    python tools/gen_normalize_tables.py            # (re)write native/tables/normalize_tables.h
     python tools/gen_normalize_tables.py --check    # exit 1 if the committed header is stale
 
 Requires tokenizers (0.23.x) and unicodedata2 (16.0.0) for both modes.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from _generated import generator_main  # tools/ is on sys.path when a generator runs
 
-HEADER = Path(__file__).resolve().parent.parent / "native" / "normalize_tables.h"
+HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "normalize_tables.h"
 MAX_CP = 0x110000
 EXPECTED_UNICODE = "16.0.0"
 TOKENIZERS_SERIES = "0.23"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate native/regex_tables.h: the Unicode data of the Oniguruma-compatible regex engine and of
+"""Generate native/tables/regex_tables.h: the Unicode data of the Oniguruma-compatible regex engine and of
 tokenizers' char-class pre-tokenizers.
 
 Every table is *probed from the reference* (tokenizers 0.23.3, which runs Split patterns with
@@ -19,7 +19,7 @@ Unicode database:
   the pre-tokenizers themselves over every code point.
 
 Usage:
-    python tools/gen_regex_tables.py            # (re)write native/regex_tables.h
+    python tools/gen_regex_tables.py            # (re)write native/tables/regex_tables.h
     python tools/gen_regex_tables.py --check    # exit 1 if the committed header is stale
 
 Requires tokenizers (0.23.x), unicodedata2 (16.0.0) and regex.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from _generated import generator_main  # tools/ is on sys.path when a generator runs
 
-HEADER = Path(__file__).resolve().parent.parent / "native" / "regex_tables.h"
+HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "regex_tables.h"
 MAX_CP = 0x110000
 EXPECTED_UNICODE = "16.0.0"
 TOKENIZERS_SERIES = "0.23"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate native/unicode_tables.h: the character classes the pre-tokenizer scanners need.
+"""Generate native/tables/unicode_tables.h: the character classes the pre-tokenizer scanners need.
 
 The tables are *probed from the reference*, not derived from a Unicode database: for each class we
 run tiktoken's own regex engine (fancy-regex) over every code point and record what it matches.
@@ -9,7 +9,7 @@ characters. The result is then cross-checked against `unicodedata2` (Unicode 16.
 tiktoken 0.14's regex crates use); any difference is an error.
 
 Usage:
-    python tools/gen_unicode_tables.py            # (re)write native/unicode_tables.h
+    python tools/gen_unicode_tables.py            # (re)write native/tables/unicode_tables.h
     python tools/gen_unicode_tables.py --check    # exit 1 if the committed header is stale
 
 Requires tiktoken (0.14.x) and unicodedata2 (16.0.0) for both modes.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from _generated import generator_main  # tools/ is on sys.path when a generator runs
 
-HEADER = Path(__file__).resolve().parent.parent / "native" / "unicode_tables.h"
+HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "unicode_tables.h"
 MAX_CP = 0x110000
 EXPECTED_UNICODE = "16.0.0"
 TIKTOKEN_SERIES = "0.14"  # the reference this project pins; its regex crates use Unicode 16.0

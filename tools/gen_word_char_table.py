@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate native/word_char_table.h: the "word character" test of `single_word` added tokens.
+"""Generate native/tables/word_char_table.h: the "word character" test of `single_word` added tokens.
 
 tokenizers (AddedVocabulary::find_matches) accepts a single_word occurrence only when the text
 before it does not end with a word character and the text after it does not start with one; it
@@ -19,7 +19,7 @@ Cross-checks (all must hold, or the script fails):
   (this pins the probed version to 16.0).
 
 Usage:
-    python tools/gen_word_char_table.py            # (re)write native/word_char_table.h
+    python tools/gen_word_char_table.py            # (re)write native/tables/word_char_table.h
     python tools/gen_word_char_table.py --check    # exit 1 if the committed header is stale
 
 Requires tokenizers (0.23.x), unicodedata2 (16.0.0) and regex.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from _generated import generator_main  # tools/ is on sys.path when a generator runs
 
-HEADER = Path(__file__).resolve().parent.parent / "native" / "word_char_table.h"
+HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "word_char_table.h"
 MAX_CP = 0x110000
 EXPECTED_UNICODE = "16.0.0"
 TOKENIZERS_SERIES = "0.23"

@@ -4,7 +4,7 @@
 that want arrays then flatten them again. This module skips the round trip for the common call
 (single sequences, a post-processor with a `Layout`, padding to one length): the engine keeps the
 batch's raw encodings natively (`HfBatch`) and writes the final arrays in one pass per document
-(native/hf_batch.cc): truncation keeps a prefix or a suffix, the layout's special-token blocks go
+(native/engines/hf_batch.cc): truncation keeps a prefix or a suffix, the layout's special-token blocks go
 around the sequence, offsets are trimmed as the ByteLevel processor trims them, and padding fills
 one (7, B, L) block. That is `post_process` + `pad_encodings` on every document at once; the
 per-document `Encoding` objects stay available, built lazily on access (`encodings`) by running

@@ -38,7 +38,7 @@ LLAMA3_PATTERN = (
     r"""\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
 
-# Pattern string -> native scanner name (see native/pretokenize.h).
+# Pattern string -> native scanner name (see native/text/pretokenize.h).
 NATIVE_PATTERNS: dict[str, str] = {
     R50K_PATTERN: "r50k",
     CL100K_PATTERN: "cl100k",

@@ -1,4 +1,4 @@
-#include "cartridge.h"
+#include "core/cartridge.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,7 +7,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "xxhash64.h"
+#include "core/xxhash64.h"
 
 #if defined(_WIN32)
 #define CRAYON_NO_MMAP 1

@@ -23,7 +23,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "double_array.h"
+#include "core/double_array.h"
 
 namespace crayon {
 

@@ -43,7 +43,7 @@
 // check[t] == s; free slots and leaves have base 0; free slots have check -1 and value -1.
 // Leaves get base 0: child(leaf, c) = c would need check[c] == leaf, and no slot names a leaf as
 // its parent. The result depends only on the key set, not on the input order.
-#include "double_array.h"
+#include "core/double_array.h"
 
 #include <algorithm>
 #include <cstring>

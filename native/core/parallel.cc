@@ -14,7 +14,7 @@
 //     compares generations.
 //   - A worker starts with the generation current when it was made, so the job about to be
 //     published is new to it, and it never mistakes an older one for new.
-#include "parallel.h"
+#include "core/parallel.h"
 
 #include <atomic>
 #include <condition_variable>

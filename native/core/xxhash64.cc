@@ -1,4 +1,4 @@
-#include "xxhash64.h"
+#include "core/xxhash64.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,10 +1,10 @@
-#include "added_tokens.h"
+#include "engines/added_tokens.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "utf8.h"
-#include "word_char_table.h"
+#include "core/utf8.h"
+#include "tables/word_char_table.h"
 
 namespace crayon {
 

@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "double_array.h"
+#include "core/double_array.h"
 
 namespace crayon {
 

@@ -1,4 +1,4 @@
-#include "hf_batch.h"
+#include "engines/hf_batch.h"
 
 #include <algorithm>
 

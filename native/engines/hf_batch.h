@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "hf_engine.h"
+#include "engines/hf_engine.h"
 
 namespace crayon {
 

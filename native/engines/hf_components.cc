@@ -1,13 +1,13 @@
-#include "hf_components.h"
+#include "engines/hf_components.h"
 
 #include <memory>
 
-#include "bert.h"
-#include "normalize.h"
-#include "precompiled.h"
-#include "regex.h"
-#include "split.h"
-#include "utf8.h"
+#include "text/bert.h"
+#include "text/normalize.h"
+#include "text/precompiled.h"
+#include "text/regex.h"
+#include "text/split.h"
+#include "core/utf8.h"
 
 namespace crayon {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "hf_engine.h"
+#include "engines/hf_engine.h"
 
 namespace crayon {
 

@@ -1,13 +1,13 @@
-#include "hf_engine.h"
+#include "engines/hf_engine.h"
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
-#include "double_array.h"
-#include "unigram.h"
-#include "wordlevel.h"
-#include "wordpiece.h"
+#include "core/double_array.h"
+#include "models/unigram.h"
+#include "models/wordlevel.h"
+#include "models/wordpiece.h"
 
 namespace crayon {
 namespace {

@@ -35,10 +35,10 @@
 #include <utility>
 #include <vector>
 
-#include "added_tokens.h"
-#include "cartridge.h"
-#include "hf_bpe.h"
-#include "tiktoken_engine.h"
+#include "engines/added_tokens.h"
+#include "core/cartridge.h"
+#include "models/hf_bpe.h"
+#include "engines/tiktoken_engine.h"
 
 namespace crayon {
 

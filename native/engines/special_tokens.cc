@@ -1,4 +1,4 @@
-#include "special_tokens.h"
+#include "engines/special_tokens.h"
 
 #include <cstring>
 

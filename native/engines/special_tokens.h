@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "double_array.h"
+#include "core/double_array.h"
 
 namespace crayon {
 

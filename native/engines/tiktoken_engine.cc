@@ -1,4 +1,4 @@
-#include "tiktoken_engine.h"
+#include "engines/tiktoken_engine.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,9 +6,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "bpe_backtrack.h"
-#include "double_array.h"
-#include "utf8.h"
+#include "models/bpe_backtrack.h"
+#include "core/double_array.h"
+#include "core/utf8.h"
 
 namespace crayon {
 namespace {

@@ -20,12 +20,12 @@
 #include <utility>
 #include <vector>
 
-#include "bpe.h"
-#include "bpe_backtrack.h"
-#include "cartridge.h"
-#include "pretokenize.h"
-#include "regex.h"
-#include "special_tokens.h"
+#include "models/bpe.h"
+#include "models/bpe_backtrack.h"
+#include "core/cartridge.h"
+#include "text/pretokenize.h"
+#include "text/regex.h"
+#include "engines/special_tokens.h"
 
 namespace crayon {
 

@@ -1,4 +1,4 @@
-#include "bpe.h"
+#include "models/bpe.h"
 
 #include <algorithm>
 #include <limits>

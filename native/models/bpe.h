@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "double_array.h"
+#include "core/double_array.h"
 
 namespace crayon {
 

@@ -16,7 +16,7 @@
 //   than calling bpe_encode_heap, because it must also report the *last* merge. Tokens are short
 //   (longest real token: a few hundred bytes), and the whole table builds in a fraction of a
 //   second. The test checks its reachability verdict against bpe_encode_heap token by token.
-#include "bpe_backtrack.h"
+#include "models/bpe_backtrack.h"
 
 #include <atomic>
 

@@ -49,7 +49,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "bpe.h"
+#include "models/bpe.h"
 
 namespace crayon {
 

@@ -1,13 +1,13 @@
-#include "hf_bpe.h"
+#include "models/hf_bpe.h"
 
 #include <algorithm>
 #include <cstring>
 #include <queue>
 #include <stdexcept>
 
-#include "bpe_backtrack.h"  // pair_slot: the fixed pair hash shared with the pair table
-#include "tiktoken_engine.h"
-#include "utf8.h"
+#include "models/bpe_backtrack.h"  // pair_slot: the fixed pair hash shared with the pair table
+#include "engines/tiktoken_engine.h"
+#include "core/utf8.h"
 
 namespace crayon {
 

@@ -1,4 +1,4 @@
-#include "unigram.h"
+#include "models/unigram.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -49,9 +49,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "double_array.h"
-#include "hf_model.h"
-#include "word_cache.h"
+#include "core/double_array.h"
+#include "models/hf_model.h"
+#include "models/word_cache.h"
 
 namespace crayon {
 

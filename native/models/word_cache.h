@@ -18,7 +18,7 @@
 #include <cstring>
 #include <vector>
 
-#include "hf_model.h"
+#include "models/hf_model.h"
 
 namespace crayon {
 

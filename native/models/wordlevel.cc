@@ -1,4 +1,4 @@
-#include "wordlevel.h"
+#include "models/wordlevel.h"
 
 #include <stdexcept>
 

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "double_array.h"
-#include "hf_model.h"
+#include "core/double_array.h"
+#include "models/hf_model.h"
 
 namespace crayon {
 

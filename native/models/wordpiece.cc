@@ -1,4 +1,4 @@
-#include "wordpiece.h"
+#include "models/wordpiece.h"
 
 #include <stdexcept>
 #include <utility>

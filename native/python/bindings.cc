@@ -12,14 +12,14 @@
 #include <thread>
 #include <vector>
 
-#include "cartridge.h"
-#include "hf_components.h"
-#include "hf_batch.h"
-#include "hf_engine.h"
-#include "parallel.h"
-#include "pretokenize.h"
-#include "tiktoken_engine.h"
-#include "xxhash64.h"
+#include "core/cartridge.h"
+#include "engines/hf_components.h"
+#include "engines/hf_batch.h"
+#include "engines/hf_engine.h"
+#include "core/parallel.h"
+#include "text/pretokenize.h"
+#include "engines/tiktoken_engine.h"
+#include "core/xxhash64.h"
 
 namespace py = pybind11;
 using namespace crayon;

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "bpe_trainer.h"
-#include "regex.h"
+#include "train/bpe_trainer.h"
+#include "text/regex.h"
 
 namespace py = pybind11;
 using namespace crayon;

@@ -28,7 +28,7 @@
 // vectors; kept as reference::normalize_bert, the test oracle), and cutting the text at NFD
 // boundaries the way normalize.cc does (the Mn filter and clean_text remove chars, so the fused
 // per-char pass is simpler here and just as fast).
-#include "bert.h"
+#include "text/bert.h"
 
 #include <algorithm>
 #include <cstring>
@@ -41,9 +41,9 @@
 #include <intrin.h>
 #endif
 
-#include "bert_tables.h"
-#include "normalize_tables.h"
-#include "utf8.h"
+#include "tables/bert_tables.h"
+#include "tables/normalize_tables.h"
+#include "core/utf8.h"
 
 namespace crayon {
 namespace {

@@ -40,7 +40,7 @@
 #include <utility>
 #include <vector>
 
-#include "normalize.h"
+#include "text/normalize.h"
 
 namespace crayon {
 

@@ -21,14 +21,14 @@
 // Rejected: the usual ICU-style "decompose then compose in place" (it would give the same text but
 // not the crate's pair sequence, whose positional quirks are visible in the offsets); a
 // stream-safe limit on mark runs (the crate has none, so a 100k run is one sort, O(k log k)).
-#include "normalize.h"
+#include "text/normalize.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "normalize_tables.h"
-#include "utf8.h"
+#include "tables/normalize_tables.h"
+#include "core/utf8.h"
 
 namespace crayon {
 namespace {

@@ -1,5 +1,5 @@
 // tokenizers' Precompiled normalizer: see precompiled.h for the rules and the quirks reproduced.
-#include "precompiled.h"
+#include "text/precompiled.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,8 +7,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "grapheme_tables.h"
-#include "utf8.h"
+#include "tables/grapheme_tables.h"
+#include "core/utf8.h"
 
 namespace crayon {
 namespace {

@@ -17,7 +17,7 @@
 //
 // What tokenizers does, and so what this does:
 // * Clusters come from unicode-segmentation 1.13.3 (extended clusters, Unicode 17.0.0), whose
-//   properties native/grapheme_tables.h holds (probed from tokenizers by
+//   properties native/tables/grapheme_tables.h holds (probed from tokenizers by
 //   tools/gen_grapheme_tables.py); the crate's rule order, GB9c and GB11 included, is in
 //   precompiled.cc.
 // * A cluster shorter than 6 bytes is looked up whole and the FIRST (shortest) key that is a prefix
@@ -68,7 +68,7 @@
 #include <string_view>
 #include <vector>
 
-#include "normalize.h"
+#include "text/normalize.h"
 
 namespace crayon {
 

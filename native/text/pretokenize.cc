@@ -23,10 +23,10 @@
 // A per-character decode is not the bottleneck; ASCII never reaches the UTF-8 decoder.
 //
 // The slow twin is tiktoken itself: tests/test_pretokenize.py compares every scanner with it.
-#include "pretokenize.h"
+#include "text/pretokenize.h"
 
-#include "unicode_tables.h"
-#include "utf8.h"
+#include "tables/unicode_tables.h"
+#include "core/utf8.h"
 
 namespace crayon {
 namespace {

@@ -47,7 +47,7 @@
 //   \p{gc} as in Oniguruma (probed equal over every code point); `(?i)` = simple case folding of
 //   literals and bracket classes, no multi-character folds; `\xHH` is U+00HH.
 //   Refused: anything below whose meaning differs or was not probed (docs/regex.md "Dialects").
-#include "regex.h"
+#include "text/regex.h"
 
 #include <algorithm>
 #include <array>
@@ -57,9 +57,9 @@
 #include <utility>
 #include <vector>
 
-#include "pretokenize.h"
-#include "regex_tables.h"
-#include "utf8.h"
+#include "text/pretokenize.h"
+#include "tables/regex_tables.h"
+#include "core/utf8.h"
 
 namespace crayon {
 

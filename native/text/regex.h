@@ -40,7 +40,7 @@
 #include <string>
 #include <string_view>
 
-#include "pretokenize.h"
+#include "text/pretokenize.h"
 
 namespace crayon {
 

@@ -1,10 +1,10 @@
 // tokenizers' Split machinery; see split.h for the contract and where each rule comes from.
-#include "split.h"
+#include "text/split.h"
 
 #include <algorithm>
 
-#include "regex_tables.h"
-#include "utf8.h"
+#include "tables/regex_tables.h"
+#include "core/utf8.h"
 
 namespace crayon {
 namespace {

@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "regex.h"
+#include "text/regex.h"
 
 namespace crayon {
 

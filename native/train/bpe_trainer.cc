@@ -1,14 +1,14 @@
-#include "bpe_trainer.h"
+#include "train/bpe_trainer.h"
 
 #include <algorithm>
 #include <climits>
 #include <queue>
 #include <stdexcept>
 
-#include "parallel.h"
-#include "regex.h"
-#include "split.h"
-#include "utf8.h"
+#include "core/parallel.h"
+#include "text/regex.h"
+#include "text/split.h"
+#include "core/utf8.h"
 
 namespace crayon {
 

@@ -1,4 +1,4 @@
-// Command-line driver for native/bert.cc, used by tests/test_bert_components.py.
+// Command-line driver for native/text/bert.cc, used by tests/test_bert_components.py.
 //
 //   bert_driver CASES OUT      run each case, write the results
 //   bert_driver --bench FILE   time the hot paths on FILE's text (MB/s on stdout)
@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "bert.h"
-#include "normalize.h"
+#include "text/bert.h"
+#include "text/normalize.h"
 #include "driver_io.h"
 
 namespace {

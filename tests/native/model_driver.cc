@@ -1,4 +1,4 @@
-// Command-line driver for native/wordpiece.cc, unigram.cc and wordlevel.cc, used by
+// Command-line driver for native/models/wordpiece.cc, unigram.cc and wordlevel.cc, used by
 // tests/test_hf_models_native.py.
 //
 //   model_driver VOCAB PIECES OUT          encode every piece, write ids + offsets
@@ -35,11 +35,11 @@
 #include <string>
 #include <vector>
 
-#include "double_array.h"
-#include "hf_model.h"
-#include "unigram.h"
-#include "wordlevel.h"
-#include "wordpiece.h"
+#include "core/double_array.h"
+#include "models/hf_model.h"
+#include "models/unigram.h"
+#include "models/wordlevel.h"
+#include "models/wordpiece.h"
 #include "driver_io.h"
 
 namespace {

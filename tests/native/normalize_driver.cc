@@ -1,4 +1,4 @@
-// Command-line driver for native/normalize.cc, used by tests/test_normalize.py.
+// Command-line driver for native/text/normalize.cc, used by tests/test_normalize.py.
 //
 //   normalize_driver CASES OUT      apply each case's normalizer sequence, write text + alignments
 //   normalize_driver --bench FILE   time the hot paths on FILE's text (MB/s on stdout)
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "normalize.h"
+#include "text/normalize.h"
 #include "driver_io.h"
 
 namespace {

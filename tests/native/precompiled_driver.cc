@@ -1,4 +1,4 @@
-// Command-line driver for native/precompiled.cc, used by tests/test_precompiled.py.
+// Command-line driver for native/text/precompiled.cc, used by tests/test_precompiled.py.
 //
 //   precompiled_driver CASES OUT            run each case's normalizer sequence, write text + alignments
 //   precompiled_driver --bench TEXT BLOB    time is_identity / normalize on TEXT with the charsmap BLOB
@@ -32,8 +32,8 @@
 #include <string_view>
 #include <vector>
 
-#include "normalize.h"
-#include "precompiled.h"
+#include "text/normalize.h"
+#include "text/precompiled.h"
 #include "driver_io.h"
 
 namespace {

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "regex.h"
-#include "split.h"
+#include "text/regex.h"
+#include "text/split.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // Differential test: bpe_encode_backtrack against the reference bpe_encode_heap on real
 // tiktoken vocabularies, plus the split tables against the definition they encode.
 //
-//   build: g++ -O2 -std=c++17 -I native native/double_array.cc native/bpe.cc
-//              native/bpe_backtrack.cc tests/native/test_bpe_backtrack.cc -o /tmp/tbb
+//   build: g++ -O2 -std=c++17 -I native native/core/double_array.cc native/models/bpe.cc
+//              native/models/bpe_backtrack.cc tests/native/test_bpe_backtrack.cc -o /tmp/tbb
 //   run:   /tmp/tbb [--quick] [--seed N] [SHARED_DIR]     (SHARED_DIR defaults to ../shared)
 //
 // SHARED_DIR/vocab/tiktoken/*.tiktoken are rank files (base64 token, space, rank per line);
@@ -33,9 +33,9 @@
 #include <string>
 #include <vector>
 
-#include "bpe.h"
-#include "bpe_backtrack.h"
-#include "double_array.h"
+#include "models/bpe.h"
+#include "models/bpe_backtrack.h"
+#include "core/double_array.h"
 #include "base64.h"
 
 using namespace crayon;

@@ -1,6 +1,6 @@
 // Standalone test for the double-array trie (no framework: a CHECK macro and exit status).
 //
-//   g++ -O2 -std=c++17 -I native native/double_array.cc tests/native/test_double_array.cc
+//   g++ -O2 -std=c++17 -I native native/core/double_array.cc tests/native/test_double_array.cc
 //       -o /tmp/tda && /tmp/tda [VOCAB.tiktoken ...]
 //
 // The oracle is std::map<std::string, int32_t> (std::string orders bytes as unsigned, like the
@@ -9,7 +9,7 @@
 // line (lines of "base64(token) rank") is built, checked and timed; timings are printed, never
 // asserted. Run it under -fsanitize=address,undefined too: the hostile-view test relies on the
 // sanitizer to catch any read out of range.
-#include "double_array.h"
+#include "core/double_array.h"
 #include "base64.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
-// Standalone test of parallel_for's worker pool (native/parallel.cc): no framework, a CHECK macro
+// Standalone test of parallel_for's worker pool (native/core/parallel.cc): no framework, a CHECK macro
 // and the exit status.
 //
-//   g++ -O2 -std=c++17 -pthread -I native native/parallel.cc tests/native/test_parallel.cc
+//   g++ -O2 -std=c++17 -pthread -I native native/core/parallel.cc tests/native/test_parallel.cc
 //       -o /tmp/tp && /tmp/tp [--no-fork]
 //
 // Checked: every index runs exactly once, for any n and thread count; the first exception reaches
@@ -10,7 +10,7 @@
 // nested calls neither deadlock nor lose work; and a forked child, even one forked while another
 // thread was inside a job, gets a working pool of its own. Run it under -fsanitize=thread too
 // (with --no-fork: ThreadSanitizer does not support threads started after a multi-threaded fork).
-#include "parallel.h"
+#include "core/parallel.h"
 
 #include <atomic>
 #include <chrono>
