@@ -1,4 +1,4 @@
-"""Type stubs for the native engine (native/bindings.cc). Internal: use crayon_hf.tiktoken."""
+"""Type stubs for the native engine (native/python/bindings.cc). Internal: use crayon_hf.tiktoken."""
 
 from typing import Any, Callable, Sequence
 
@@ -105,7 +105,7 @@ class HfEngine:
     def decode_byte_level(self, ids: Sequence[int], skip: bytes) -> bytes: ...
     def model_encode(self, piece: bytes, reference: bool = False) -> list[tuple[int, int, int]]: ...
 
-# BPE training (native/bpe_trainer.h, bindings_train.cc); policy in crayon_hf/train.py.
+# BPE training (native/train/bpe_trainer.h, native/python/bindings_train.cc); policy in crayon_hf/train.py.
 class WordCounter:
     def __init__(self, pattern: str) -> None: ...
     def add_lines(self, text: bytes, threads: int = 0) -> None: ...

@@ -1,6 +1,6 @@
 """The cartridge fuzz target under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer.
 
-The engine (every native/*.cc but the Python bindings) and the fuzz targets (fuzz_cartridge.cc,
+The engine (every native/*/*.cc but the Python bindings in native/python/) and the fuzz targets (fuzz_cartridge.cc,
 and fuzz_encode_text.cc for text) are compiled with -fsanitize=address,undefined and
 fuzz/fuzz_main.cc's driver, which replays the seed
 cartridges (fuzz/make_seeds.py: one per engine and model), every file in fuzz/regressions/
