@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "models/bpe_backtrack.h"
+#include "models/piece_cache.h"
 #include "core/double_array.h"
 #include "core/utf8.h"
 
@@ -351,7 +352,34 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   const int32_t whole = token_rank(bpe_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
-  } else if (use_backtrack_) {
+    return;
+  }
+  // Several tokens. Real text repeats such pieces (61-81% of them on English and code), and BPE
+  // on one costs far more than a cache probe, so short ones go through the thread's PieceCache.
+  // Single-token pieces never touch it: the trie walk above is as cheap as a probe.
+  if (n <= PieceCache::kMaxLen) {
+    PieceCache& cache = PieceCache::local();
+    const PieceCache::Key key = PieceCache::make_key(piece, n);
+    if (cache.find(owner_, key, out)) return;
+    const size_t first = out.size();
+    encode_multi(piece, n, out);
+    cache.put(owner_, key, out.data() + first, out.size() - first);
+    return;
+  }
+  encode_multi(piece, n, out);
+}
+
+void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  const int32_t whole = token_rank(bpe_, piece, n);
+  if (whole >= 0) {
+    out.push_back(static_cast<uint32_t>(whole));
+  } else {
+    encode_multi(piece, n, out);
+  }
+}
+
+void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  if (use_backtrack_) {
     bpe_encode_backtrack(bpe_, backtrack_, piece, n, out);
   } else {
     bpe_encode_heap(bpe_, piece, n, out);

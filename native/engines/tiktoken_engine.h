@@ -84,8 +84,11 @@ class TiktokenEngine {
   // all_specials is true).
   SpecialMatch find_special(std::string_view text, const std::vector<uint8_t>& set) const;
 
-  // One piece, no pre-tokenization: the whole piece if it is a token, else BPE.
+  // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
+  // several tokens go through the calling thread's PieceCache first).
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // The same without the cache (the slow twin the cache is tested against).
+  void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // BPE merge loop without the whole-piece shortcut (tiktoken's byte_pair_encode).
   void byte_pair_encode(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
 
@@ -105,6 +108,8 @@ class TiktokenEngine {
       std::string_view text, const std::vector<uint8_t>& allowed) const;
 
  private:
+  // BPE of a piece that is not a single token.
+  void encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
