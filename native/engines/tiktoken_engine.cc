@@ -386,7 +386,8 @@ void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<ui
   }
 }
 
-void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const {
+void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
+                                    bool cached) const {
   const uint8_t* s = reinterpret_cast<const uint8_t*>(seg.data());
   size_t pos = 0;
   if (regex_ != nullptr) {
@@ -395,7 +396,7 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
     size_t ms = 0, me = 0;
     while (pos < seg.size() && regex_->search(seg, pos, ms, me)) {
       const size_t before = out.size();
-      encode_piece(s + ms, me - ms, out);
+      cached ? encode_piece(s + ms, me - ms, out) : encode_piece_uncached(s + ms, me - ms, out);
       if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
       pos = me;
     }
@@ -404,14 +405,14 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
   while (pos < seg.size()) {
     const size_t end = piece_end(pattern_, seg, pos);
     const size_t before = out.size();
-    encode_piece(s + pos, end - pos, out);
+    cached ? encode_piece(s + pos, end - pos, out) : encode_piece_uncached(s + pos, end - pos, out);
     if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
     pos = end;
   }
 }
 
-void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out) const {
-  encode_segment(text, out, nullptr);
+void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out, bool cached) const {
+  encode_segment(text, out, nullptr, cached);
 }
 
 SpecialMatch TiktokenEngine::find_special(std::string_view text, const std::vector<uint8_t>& set) const {
@@ -428,7 +429,7 @@ size_t TiktokenEngine::encode(std::string_view text, const std::vector<uint8_t>&
       m = specials_.find(text, start, [&](int32_t i) { return static_cast<size_t>(i) < allowed.size() && allowed[i] != 0; });
     }
     const size_t end = m.index >= 0 ? m.pos : text.size();
-    encode_segment(text.substr(start, end - start), out, &last_piece_len);
+    encode_segment(text.substr(start, end - start), out, &last_piece_len, true);
     if (m.index < 0) break;
     out.push_back(special_ids_[m.index]);
     start = m.pos + m.len;

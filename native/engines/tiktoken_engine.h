@@ -74,8 +74,9 @@ class TiktokenEngine {
     return id < bpe_.n_ids ? static_cast<TokenKind>(kinds_[id]) : TokenKind::kAbsent;
   }
 
-  // Ordinary encoding: the whole text is ordinary text.
-  void encode_ordinary(std::string_view text, std::vector<uint32_t>& out) const;
+  // Ordinary encoding: the whole text is ordinary text. cached = false bypasses the PieceCache
+  // (the tests compare the two).
+  void encode_ordinary(std::string_view text, std::vector<uint32_t>& out, bool cached = true) const;
   // Special tokens whose index has allowed[index] != 0 are encoded as themselves; everything else
   // is ordinary text. Returns how many ids the last pre-token produced (0 when the text ends with
   // a special token), which encode_with_unstable needs.
@@ -110,7 +111,7 @@ class TiktokenEngine {
  private:
   // BPE of a piece that is not a single token.
   void encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
-  void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const;
+  void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
   uint64_t owner_;  // unique per engine: keys the per-thread memo caches
