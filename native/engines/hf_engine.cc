@@ -443,7 +443,95 @@ void HfEngine::encode(std::string_view text, bool encode_special_tokens, RawEnco
 
 // The common case in one pass: the original text, pieces from a scanner, the model, offsets from
 // character boundaries. Same output as the general path (tests compare every folder).
+void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
+  const HfBpeModel& model = *bpe_;
+  const TiktokenEngine& fast = *model.fast_engine();
+  const uint32_t* rank_to_id = model.rank_to_id();
+  const uint32_t n_ranks = model.n_ranks();
+  const uint32_t n_ids = model.n_ids();
+  const bool ignore_merges = model.options().ignore_merges;
+  const bool needs_check = model.fast_needs_check();
+  thread_local std::vector<uint32_t> tl_ranks;
+  thread_local std::vector<HfToken> tl_tokens;
+  std::vector<uint32_t>& ranks = tl_ranks;
+  std::vector<HfToken>& tokens = tl_tokens;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  const size_t n = text.size();
+  auto char_start = [&](size_t k) {
+    while (k > 0 && is_continuation(bytes[k])) --k;
+    return static_cast<uint32_t>(base + k);
+  };
+  auto char_end = [&](size_t k) {  // end of the character holding byte k
+    ++k;
+    while (k < n && is_continuation(bytes[k])) ++k;
+    return static_cast<uint32_t>(base + k);
+  };
+  auto damaged = [&](size_t len) {
+    throw CartridgeError("invalid cartridge: its fast path's tokens do not tile a " + std::to_string(len) +
+                         "-byte word; the vocabulary, rank and trie sections disagree (rebuild the cartridge)");
+  };
+  const size_t expect = out.ids.size() + n / 3 + 16;  // ~4 bytes per token on most text
+  out.ids.reserve(expect);
+  out.starts.reserve(expect);
+  out.ends.reserve(expect);
+  out.words.reserve(expect);
+  for (size_t pos = 0; pos < n;) {
+    size_t end = streaming_->piece_end(text, pos);
+    if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway
+    const uint8_t* piece = bytes + pos;
+    const size_t len = end - pos;
+    // What HfBpeModel::encode_word_uncached does before its fast path: ignore_merges looks the
+    // whole piece up in the vocabulary, and a byte without a token sends the piece to the merge loop.
+    bool general = false;
+    if (ignore_merges) {
+      const int32_t id = model.vocab().find(piece, len);
+      if (id >= 0 && static_cast<uint32_t>(id) < n_ids) {
+        out.push(static_cast<uint32_t>(id), static_cast<uint32_t>(base + pos), static_cast<uint32_t>(base + end), word++);
+        pos = end;
+        continue;
+      }
+    }
+    if (needs_check) {
+      for (size_t i = 0; i < len && !general; ++i) general = model.byte_missing(piece[i]);
+    }
+    if (general) {
+      tokens.clear();
+      encode_word_checked(model, piece, len, tokens);
+      for (const HfToken& t : tokens) out.push(t.id, char_start(pos + t.start), char_end(pos + t.end - 1), word);
+      ++word;
+      pos = end;
+      continue;
+    }
+    ranks.clear();
+    fast.encode_piece(piece, len, ranks);
+    if (ranks.size() == 1) {
+      const uint32_t r = ranks[0];
+      std::string_view b;
+      if (r >= n_ranks || rank_to_id[r] >= n_ids || !fast.token_bytes(r, &b) || b.size() != len) damaged(len);
+      out.push(rank_to_id[r], static_cast<uint32_t>(base + pos), static_cast<uint32_t>(base + end), word++);
+      pos = end;
+      continue;
+    }
+    size_t at = 0;
+    for (const uint32_t r : ranks) {
+      std::string_view b;
+      if (r >= n_ranks || rank_to_id[r] >= n_ids || !fast.token_bytes(r, &b) || b.empty() || b.size() > len - at) {
+        damaged(len);
+      }
+      out.push(rank_to_id[r], char_start(pos + at), char_end(pos + at + b.size() - 1), word);
+      at += b.size();
+    }
+    if (at != len) damaged(len);
+    ++word;
+    pos = end;
+  }
+}
+
 void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
+  if (bpe_ && bpe_->has_fast_path() && !bpe_->segments()) {
+    encode_streaming_fast(text, base, out, word);
+    return;
+  }
   thread_local std::vector<HfToken> tl_tokens;
   std::vector<HfToken>& tokens = tl_tokens;
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());

@@ -179,6 +179,9 @@ class HfEngine {
   void encode_text_split(std::string_view text, uint32_t base, bool encode_special_tokens,
                          RawEncoding& out, uint32_t& word) const;
   void encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const;
+  // encode_streaming when the model is byte-level BPE on a fast path: each piece goes straight to
+  // the tiktoken engine (and its piece cache), without HfToken vectors; same output.
+  void encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
   HfPipeline pipeline_;

@@ -137,6 +137,14 @@ class HfBpeModel final : public HfModel {
   // Bytes without a token of their own never take the fast path (see set_fast_path in .cc).
   void set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks);
   bool has_fast_path() const { return fast_ != nullptr; }
+  // The fast path's parts, for engines that stream pieces through it without HfToken (see
+  // HfEngine::encode_streaming_fast): the engine, its rank -> id map (n_ranks entries), and
+  // whether some byte has no token (pieces holding one must take encode_word).
+  const TiktokenEngine* fast_engine() const { return fast_; }
+  const uint32_t* rank_to_id() const { return rank_to_id_; }
+  uint32_t n_ranks() const { return n_ranks_; }
+  bool fast_needs_check() const { return fast_needs_check_; }
+  bool byte_missing(uint8_t b) const { return byte_missing_[b]; }
 
   // The merge of (left, right), or nullptr.
   const HfMergeEntry* find_merge(uint32_t left, uint32_t right) const;
