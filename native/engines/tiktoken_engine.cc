@@ -379,7 +379,9 @@ void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::
 }
 
 void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
-  if (use_backtrack_) {
+  if (n <= kSmallPiece) {
+    bpe_encode_small(bpe_, piece, n, out);
+  } else if (use_backtrack_) {
     bpe_encode_backtrack(bpe_, backtrack_, piece, n, out);
   } else {
     bpe_encode_heap(bpe_, piece, n, out);
