@@ -316,9 +316,31 @@ class Pools:
             return rng.choice(self.emoji)
         if r < 0.84:
             return rng.choice(self.surrogate_edges)
-        if r < 0.92:
+        if r < 0.90:
             return "".join(rng.choice(self.ascii) for _ in range(rng.randint(1, 6)))
+        if r < 0.95:
+            return self.ascii_run(rng)
+        if r < 0.97:  # a run of marks long enough for the sort's other path (> 32)
+            return rng.choice(self.letters) + "".join(self.mark(rng) for _ in range(rng.randint(20, 45)))
         return self.base(rng)
+
+    def ascii_run(self, rng: random.Random) -> str:
+        """7 to 80 ASCII chars, some upper case, some controls: the eight-byte and 64-byte paths,
+        and what they do when a control or a mark sits inside or right after a block."""
+        out = []
+        for _ in range(rng.randint(7, 80)):
+            r = rng.random()
+            if r < 0.06:
+                out.append(rng.choice("\x00\x01\x08\x0b\x0c\x1f\x7f\t\n\r"))
+            elif r < 0.09:
+                out.append(self.mark(rng))
+            elif r < 0.25:
+                out.append(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+            elif r < 0.35:
+                out.append(" ")
+            else:
+                out.append(rng.choice(self.ascii))
+        return "".join(out)
 
     def text(self, rng: random.Random) -> str:
         n = rng.choice((1, 1, 2, 2, 3, 3, 4, 5, 6, 8, 12))
