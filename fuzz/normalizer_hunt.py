@@ -105,6 +105,17 @@ def configurations() -> dict[str, tuple[Callable[[], dict[str, Any]], tuple[str,
     c["Prepend('\u0301')"] = (lambda: {"type": "Prepend", "prepend": "\u0301"}, ("bytes",))
     c["Prepend('')"] = (lambda: {"type": "Prepend", "prepend": ""}, ("chars",))
     c["Precompiled(nmt_nfkc)"] = (precompiled, ("bytes",))
+    # Poisoned text (native/text/normalize.h): an insertion at 0 hands out (0, 0), after which every
+    # transform-based step takes tokenizers' faithful (and sometimes panicking) path.
+    c["Replace('','-')"] = (lambda: replace("", "-"), ("chars",))
+    c["Replace(re'x*','')"] = (lambda: replace("x*", "", regex=True), ("chars",))
+    c["seq(Prepend(''),Strip)"] = (
+        lambda: seq({"type": "Prepend", "prepend": ""}, {"type": "Strip", "strip_left": True, "strip_right": True}),
+        ("chars",))
+    c["seq(Prepend(''),NFC)"] = (lambda: seq({"type": "Prepend", "prepend": ""}, {"type": "NFC"}), ("chars",))
+    c["seq(Prepend(''),NFKD,Lowercase)"] = (
+        lambda: seq({"type": "Prepend", "prepend": ""}, {"type": "NFKD"}, {"type": "Lowercase"}), ("chars",))
+    c["seq(Prepend(''),Precompiled)"] = (lambda: seq({"type": "Prepend", "prepend": ""}, precompiled()), ("chars",))
     # Sequences: the real ones (CLIP, SentencePiece-style) and orders that make the steps meet.
     c["seq(NFC,Replace(re'\\s+'),Lowercase)"] = (
         lambda: seq({"type": "NFC"}, replace(r"\s+", " ", regex=True), {"type": "Lowercase"}), ("bytes",))
@@ -322,6 +333,8 @@ class Pools:
             return self.ascii_run(rng)
         if r < 0.97:  # a run of marks long enough for the sort's other path (> 32)
             return rng.choice(self.letters) + "".join(self.mark(rng) for _ in range(rng.randint(20, 45)))
+        if r < 0.98:  # the bert model's special tokens (not normalized): each segment between them is
+            return rng.choice(["[MASK]", "[SEP]", "[CLS]", "[UNK]", "[mask]", "[MASK"])
         return self.base(rng)
 
     def ascii_run(self, rng: random.Random) -> str:
