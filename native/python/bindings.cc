@@ -17,6 +17,7 @@
 #include "engines/hf_batch.h"
 #include "engines/hf_engine.h"
 #include "core/parallel.h"
+#include "text/normalize.h"
 #include "text/pretokenize.h"
 #include "engines/tiktoken_engine.h"
 #include "core/xxhash64.h"
@@ -520,6 +521,18 @@ void bind_hf(py::module_& m) {
   "[list(zip(first[s], second[s])) for each segment s = bounds[i]:bounds[i + 1]] (offset mappings).");
 
   py::register_exception<UnsupportedComponent>(m, "UnsupportedComponent", PyExc_ValueError);
+
+  // Where tokenizers panics (poisoned text, normalize.h), its binding raises pyo3's PanicException,
+  // a BaseException: the engine's NormalizerPanic surfaces as crayon_hf's twin of that class, so
+  // `except Exception` behaves the same with either library.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const NormalizerPanic& e) {
+      py::object cls = py::module_::import("crayon_hf._hf.errors").attr("PanicException");
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
 
   m.def("build_hf_cartridge", [](const py::dict& model, const std::string& meta_json, const py::bytes& tokenizer_json,
                                  const py::bytes& vocab_strings, const py::object& decode_bytes) {
