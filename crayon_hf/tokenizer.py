@@ -93,14 +93,9 @@ def _added_dict(token: Any, special: bool) -> dict[str, Any]:
 
 
 def _reference():
-    try:
-        import tokenizers
-    except ImportError as e:  # pragma: no cover - depends on the user's environment
-        raise ImportError(
-            "this tokenizer.json needs the `tokenizers` library for a component crayon-hf does not "
-            "run natively; install it with `pip install tokenizers`"
-        ) from e
-    return tokenizers
+    from crayon_hf import _references
+
+    return _references.tokenizers()
 
 
 class Tokenizer:
