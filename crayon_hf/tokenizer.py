@@ -96,9 +96,14 @@ class AddedToken:
         self.__init__(**state)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, AddedToken):
+        # Equal to a `tokenizers.AddedToken` with the same fields too (that class defers to this
+        # method when compared with one of these).
+        try:
+            theirs = tuple(getattr(other, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized",
+                                                         "special"))
+        except AttributeError:
             return NotImplemented
-        return self._fields() == other._fields()
+        return self._fields() == theirs
 
     def __hash__(self) -> int:
         return hash(self._fields())
@@ -120,17 +125,29 @@ def _added_dict(token: Any, special: bool) -> dict[str, Any]:
                 "normalized": not special, "special": special}
     d = {k: getattr(token, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized", "special")}
     if special and not d["special"]:
-        # add_special_tokens makes the token special; a `normalized` that was never set explicitly
-        # then follows (False), as in tokenizers. Read it with `special` set, then put it back.
+        # As in tokenizers, add_special_tokens marks the caller's token special; a `normalized`
+        # that was never set explicitly then follows it (False).
+        token.special = True
         d["special"] = True
-        try:
-            token.special = True
-            d["normalized"] = bool(token.normalized)
-        finally:
-            token.special = False
+        d["normalized"] = bool(token.normalized)
     d["special"] = bool(d["special"])
     d["normalized"] = bool(d["normalized"])
     return d
+
+
+def _reference_tokens(tokens: Any) -> Any:
+    """`tokens` for the tokenizers library: this module's AddedTokens become tokenizers' own."""
+    if not isinstance(tokens, (list, tuple)) or not any(isinstance(t, AddedToken) for t in tokens):
+        return tokens
+    real = _reference().AddedToken
+
+    def convert(t: AddedToken) -> Any:
+        kwargs = t.__getstate__()
+        if t._normalized is None:
+            del kwargs["normalized"]  # left to follow `special`, as on the original
+        return real(**kwargs)
+
+    return [convert(t) if isinstance(t, AddedToken) else t for t in tokens]
 
 
 def _reference():
@@ -289,8 +306,8 @@ class Tokenizer:
             warnings.warn(f"crayon-hf: {reason}; this tokenizer runs on the tokenizers library", stacklevel=4)
         else:
             tok._encode_special_tokens = ref.encode_special_tokens
-        self.__dict__.clear()
-        self.__dict__.update(tok.__dict__)
+        # One assignment, so a thread encoding meanwhile sees the old state or the new, never a mix.
+        self.__dict__ = tok.__dict__
 
     def _set_component(self, name: str, value: Any) -> None:
         # Set on a tokenizers twin (which validates the value and raises tokenizers' errors), then
@@ -625,12 +642,16 @@ class Tokenizer:
 
     def add_tokens(self, tokens: Sequence[Any]) -> int:
         if self._ref is not None:
-            return self._ref.add_tokens(tokens)
+            return self._ref.add_tokens(_reference_tokens(tokens))
         return self._add(tokens, special=False)
 
     def add_special_tokens(self, tokens: Sequence[Any]) -> int:
         if self._ref is not None:
-            return self._ref.add_special_tokens(tokens)
+            added = self._ref.add_special_tokens(_reference_tokens(tokens))
+            for t in tokens:
+                if isinstance(t, AddedToken):
+                    t.special = True  # as tokenizers marks the caller's tokens
+            return added
         return self._add(tokens, special=True)
 
     @property
@@ -754,6 +775,27 @@ class Tokenizer:
         return self._encode_batch_with(input, is_pretokenized, add_special_tokens, self._truncation, self._padding,
                                        self._encode_special_tokens)
 
+    def encode_batch_fast(self, input: Sequence[Any], is_pretokenized: bool = False,
+                          add_special_tokens: bool = True) -> list[Any]:
+        """`encode_batch` without offsets, as tokenizers' `encode_batch_fast`: the tokens of the
+        text have offsets (0, 0), an empty string and no word index; those the post-processor and
+        padding add are as in `encode_batch`."""
+        if self._ref is not None:
+            return self._ref.encode_batch_fast(input, is_pretokenized, add_special_tokens)
+        out = []
+        for x in input:
+            a, b = _batch_item(x, is_pretokenized)
+            try:
+                first = _without_offsets(self._raw(a, is_pretokenized, 0), 0)
+                second = _without_offsets(self._raw(b, is_pretokenized, 1), 1) if b is not None else None
+            except UnicodeEncodeError:
+                raise TypeError(_SEQUENCE_ERROR[is_pretokenized] if b is not None
+                                else _INPUT_ERROR[is_pretokenized]) from None
+            out.append(post_process(first, second, add_special_tokens, self._truncation, None, self._processor))
+        if self._padding is not None:
+            pad_encodings(out, self._padding)
+        return out
+
     def encode_batch_to_numpy(self, input: Sequence[str], add_special_tokens: bool = True) -> BatchArrays:
         """`encode_batch(input, add_special_tokens=...)` as three flat arrays, without an `Encoding`
         or a Python int per token: ids, character offsets and each document's span (see
@@ -857,6 +899,12 @@ class Tokenizer:
             return self._ref.post_process(encoding, pair, add_special_tokens)
         return post_process(encoding, pair, add_special_tokens, self._truncation, self._padding, self._processor)
 
+    def __str__(self) -> str:
+        try:
+            return str(self._twin())
+        except ImportError:
+            return repr(self)
+
     def __repr__(self) -> str:
         # tokenizers' own repr (the whole pipeline), when the library is there to write it.
         try:
@@ -891,6 +939,12 @@ def _flatten(encodings: Sequence[Any]) -> BatchArrays:
             ids[a:b] = e.ids
             offsets[a:b] = e.offsets
     return BatchArrays(ids, offsets, doc_offsets)
+
+
+def _without_offsets(raw: Encoding, type_id: int) -> Encoding:
+    """A raw encoding as tokenizers' fast path leaves it: ids only (offsets 0, tokens '', no words)."""
+    n = len(raw.ids_array)
+    return Encoding.from_arrays(raw.ids_array, np.zeros((n, 2), np.int64), None, None, None, type_id, [""] * n)
 
 
 def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:

@@ -3,7 +3,9 @@
 Loaded by tools/conformance/run.py as ``-p crayon_swap``; the face is chosen by the environment:
 
     CRAYON_CONFORMANCE_FACE=tiktoken     ``import tiktoken`` (and its submodules) gives crayon_hf.tiktoken
-    CRAYON_CONFORMANCE_FACE=tokenizers   ``from tokenizers import Tokenizer, AddedToken`` gives crayon-hf's
+    CRAYON_CONFORMANCE_FACE=tokenizers   ``from tokenizers import Tokenizer, AddedToken`` gives crayon-hf's,
+                                         and ``tokenizers.decoders.DecodeStream`` crayon_hf.DecodeStream
+                                         (the real one accepts only the real Tokenizer type)
     CRAYON_CONFORMANCE_FACE=reference    nothing is swapped (the reference's own pass set, for comparison)
 
 The swap happens in ``pytest_configure``, before any test module is imported. crayon-hf keeps the
@@ -55,8 +57,10 @@ def _swap_tokenizers() -> None:
     real = _references.tokenizers()
     import crayon_hf
 
+    decoders = _TokenizersFace(real.decoders, {"DecodeStream": crayon_hf.DecodeStream})
+    sys.modules["tokenizers.decoders"] = decoders
     sys.modules["tokenizers"] = _TokenizersFace(
-        real, {"Tokenizer": crayon_hf.Tokenizer, "AddedToken": crayon_hf.AddedToken}
+        real, {"Tokenizer": crayon_hf.Tokenizer, "AddedToken": crayon_hf.AddedToken, "decoders": decoders}
     )
 
 
