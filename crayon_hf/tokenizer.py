@@ -55,23 +55,61 @@ class BatchArrays(NamedTuple):
 
 
 class AddedToken:
-    """`tokenizers.AddedToken`'s fields (that class is accepted too)."""
+    """`tokenizers.AddedToken`: a token added to a tokenizer (that class is accepted too).
+
+    As in tokenizers, `normalized` defaults to `not special` until it is set explicitly, so a token
+    made special (here or by `add_special_tokens`) is matched in the raw text."""
+
+    __slots__ = ("content", "single_word", "lstrip", "rstrip", "_normalized", "special")
 
     def __init__(
         self,
-        content: str,
+        content: str | None = None,
         single_word: bool = False,
         lstrip: bool = False,
         rstrip: bool = False,
-        normalized: bool = True,
+        normalized: bool | None = None,
         special: bool = False,
     ) -> None:
-        self.content = content
+        self.content = "" if content is None else content
         self.single_word = single_word
         self.lstrip = lstrip
         self.rstrip = rstrip
-        self.normalized = normalized
+        self._normalized = normalized
         self.special = special
+
+    @property
+    def normalized(self) -> bool:
+        return (not self.special) if self._normalized is None else bool(self._normalized)
+
+    @normalized.setter
+    def normalized(self, value: bool) -> None:
+        self._normalized = bool(value)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.content, self.single_word, self.lstrip, self.rstrip, self.normalized, self.special)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(zip(("content", "single_word", "lstrip", "rstrip", "normalized", "special"), self._fields()))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)
+
+    def __eq__(self, other: object) -> bool:
+        # Equal to a `tokenizers.AddedToken` with the same fields too (that class defers to this
+        # method when compared with one of these).
+        try:
+            theirs = tuple(getattr(other, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized",
+                                                         "special"))
+        except AttributeError:
+            return NotImplemented
+        return self._fields() == theirs
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __str__(self) -> str:
+        return self.content
 
     def __repr__(self) -> str:
         return (
@@ -85,22 +123,37 @@ def _added_dict(token: Any, special: bool) -> dict[str, Any]:
         # tokenizers: plain strings added as special tokens are not normalized.
         return {"content": token, "single_word": False, "lstrip": False, "rstrip": False,
                 "normalized": not special, "special": special}
-    d = {k: getattr(token, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized")}
-    d["special"] = bool(special or getattr(token, "special", False))
-    if special:
+    d = {k: getattr(token, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized", "special")}
+    if special and not d["special"]:
+        # As in tokenizers, add_special_tokens marks the caller's token special; a `normalized`
+        # that was never set explicitly then follows it (False).
+        token.special = True
         d["special"] = True
+        d["normalized"] = bool(token.normalized)
+    d["special"] = bool(d["special"])
+    d["normalized"] = bool(d["normalized"])
     return d
 
 
+def _reference_tokens(tokens: Any) -> Any:
+    """`tokens` for the tokenizers library: this module's AddedTokens become tokenizers' own."""
+    if not isinstance(tokens, (list, tuple)) or not any(isinstance(t, AddedToken) for t in tokens):
+        return tokens
+    real = _reference().AddedToken
+
+    def convert(t: AddedToken) -> Any:
+        kwargs = t.__getstate__()
+        if t._normalized is None:
+            del kwargs["normalized"]  # left to follow `special`, as on the original
+        return real(**kwargs)
+
+    return [convert(t) if isinstance(t, AddedToken) else t for t in tokens]
+
+
 def _reference():
-    try:
-        import tokenizers
-    except ImportError as e:  # pragma: no cover - depends on the user's environment
-        raise ImportError(
-            "this tokenizer.json needs the `tokenizers` library for a component crayon-hf does not "
-            "run natively; install it with `pip install tokenizers`"
-        ) from e
-    return tokenizers
+    from crayon_hf import _references
+
+    return _references.tokenizers()
 
 
 class Tokenizer:
@@ -108,11 +161,13 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ construction
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError(
-            "build a crayon_hf.Tokenizer with Tokenizer.from_file(path), from_str(json), "
-            "from_buffer(bytes) or from_cartridge(path)"
-        )
+    def __init__(self, model: Any) -> None:
+        """`Tokenizer(model)`, as in tokenizers: a pipeline around a `tokenizers.models` object. It
+        runs natively once the pipeline is one the engine reproduces (components can be set
+        afterwards, as in tokenizers); until then on the tokenizers library, with a warning."""
+        ref = _reference().Tokenizer(model)
+        self.__dict__.update(Tokenizer._blank().__dict__)
+        self._adopt(ref)
 
     @classmethod
     def _blank(cls) -> Tokenizer:
@@ -123,6 +178,7 @@ class Tokenizer:
         self._json_cache = None
         self._cartridge_path = None
         self._vocab_cache = None
+        self._shadowed = {}
         self._skip_cache = None
         self._encode_special_tokens = False
         self._truncation = None
@@ -227,6 +283,120 @@ class Tokenizer:
             return cls._fallback(source, self._component_path(str(e)), str(e))
         return self
 
+    # ------------------------------------------------------------------ pipeline components
+
+    def _twin(self) -> Any:
+        """A `tokenizers.Tokenizer` in this tokenizer's exact state (the fallback's own, or one
+        built from `to_str()`)."""
+        if self._ref is not None:
+            return self._ref
+        twin = _reference().Tokenizer.from_str(self.to_str())
+        twin.encode_special_tokens = self._encode_special_tokens
+        return twin
+
+    def _adopt(self, ref: Any) -> None:
+        """Becomes the pipeline of `ref` (a `tokenizers.Tokenizer`): natively when the engine
+        reproduces it, else on `ref` itself with the fallback warning."""
+        buffer = ref.to_str().encode("utf-8")
+        tok, path, reason = Tokenizer._native(buffer, "tokenizer.json", exact_floats=True)
+        if tok is None:
+            tok = Tokenizer._blank()
+            tok._ref = ref
+            tok._backend = f"fallback: {path}"
+            warnings.warn(f"crayon-hf: {reason}; this tokenizer runs on the tokenizers library", stacklevel=4)
+        else:
+            tok._encode_special_tokens = ref.encode_special_tokens
+        # One assignment, so a thread encoding meanwhile sees the old state or the new, never a mix.
+        self.__dict__ = tok.__dict__
+
+    def _set_component(self, name: str, value: Any) -> None:
+        # Set on a tokenizers twin (which validates the value and raises tokenizers' errors), then
+        # rebuilt: natively if the new pipeline allows, else on the twin. Never ignored.
+        ref = self._twin()
+        setattr(ref, name, value)
+        if self._ref is not None:
+            return
+        self._adopt(ref)
+
+    @property
+    def model(self) -> Any:
+        """The model, as a `tokenizers.models` object (a copy for a natively run tokenizer:
+        changing its fields does not change this tokenizer; assign `tokenizer.model` instead)."""
+        return self._twin().model
+
+    @model.setter
+    def model(self, value: Any) -> None:
+        self._set_component("model", value)
+
+    @property
+    def normalizer(self) -> Any:
+        """The normalizer, as a `tokenizers.normalizers` object or None (see `model` on copies)."""
+        return self._twin().normalizer
+
+    @normalizer.setter
+    def normalizer(self, value: Any) -> None:
+        self._set_component("normalizer", value)
+
+    @property
+    def pre_tokenizer(self) -> Any:
+        """The pre-tokenizer, as a `tokenizers.pre_tokenizers` object or None (see `model`)."""
+        return self._twin().pre_tokenizer
+
+    @pre_tokenizer.setter
+    def pre_tokenizer(self, value: Any) -> None:
+        self._set_component("pre_tokenizer", value)
+
+    @property
+    def post_processor(self) -> Any:
+        """The post-processor, as a `tokenizers.processors` object or None (see `model`)."""
+        return self._twin().post_processor
+
+    @post_processor.setter
+    def post_processor(self, value: Any) -> None:
+        self._set_component("post_processor", value)
+
+    @property
+    def decoder(self) -> Any:
+        """The decoder, as a `tokenizers.decoders` object or None (see `model`)."""
+        return self._twin().decoder
+
+    @decoder.setter
+    def decoder(self, value: Any) -> None:
+        self._set_component("decoder", value)
+
+    def train(self, files: list[str], trainer: Any = None) -> None:
+        """Trains the model on `files` with a `tokenizers.trainers` trainer (on the tokenizers
+        library), then runs natively if the trained pipeline allows."""
+        ref = self._twin()
+        ref.train(files, trainer)
+        self._adopt(ref)
+
+    def train_from_iterator(self, iterator: Any, trainer: Any = None, length: int | None = None) -> None:
+        """Trains the model on an iterator of texts (or of batches of texts), as tokenizers does."""
+        ref = self._twin()
+        ref.train_from_iterator(iterator, trainer, length)
+        self._adopt(ref)
+
+    async def async_encode(self, sequence: Any, pair: Any = None, is_pretokenized: bool = False,
+                           add_special_tokens: bool = True) -> Any:
+        """`encode` in a worker thread (the native engine releases the GIL)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.encode, sequence, pair, is_pretokenized, add_special_tokens)
+
+    async def async_encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False,
+                                 add_special_tokens: bool = True) -> list[Any]:
+        """`encode_batch` in a worker thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.encode_batch, input, is_pretokenized, add_special_tokens)
+
+    async def async_decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
+        """`decode_batch` in a worker thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.decode_batch, sequences, skip_special_tokens)
+
     @classmethod
     def _fallback(cls, buffer: bytes, path: str, reason: str) -> Tokenizer:
         tokenizers = _reference()
@@ -262,12 +432,15 @@ class Tokenizer:
         from crayon_hf._native import native
 
         raw, normed = [], []
+        model = self._model_strings()
+        self._shadowed = {}  # id -> model string, for added tokens whose id the model gives another string
         for t in self._added:
-            if t.get("normalized", True):
-                normed.append((t["id"], self._normalize_for_match(t["content"]), t["special"], t["lstrip"],
-                               t["rstrip"], t["single_word"]))
-            else:
-                raw.append((t["id"], t["content"], t["special"], t["lstrip"], t["rstrip"], t["single_word"]))
+            text = self._normalize_for_match(t["content"]) if t.get("normalized", True) else t["content"]
+            shadow = t["id"] < len(model) and model[t["id"]] is not None and model[t["id"]] != text
+            if shadow:
+                self._shadowed[t["id"]] = model[t["id"]]
+            row = (t["id"], text, t["special"], t["lstrip"], t["rstrip"], t["single_word"], shadow)
+            (normed if t.get("normalized", True) else raw).append(row)
         from crayon_hf.conversion.hf_json import sentencepiece_shortcut
 
         normalizers, pre_tokenizers = self._components("normalizers"), self._meta["pre_tokenizers"]
@@ -276,6 +449,7 @@ class Tokenizer:
             normalizers, pre_tokenizers = shortcut
         self._engine = native.HfEngine(self._cartridge_path, normalizers, pre_tokenizers, raw, normed)
         self._vocab_cache = None
+        self._token_strings_cache = None
         self._skip_cache = None
         self._skip_mask_cache = None
         self._lazy = None
@@ -389,6 +563,19 @@ class Tokenizer:
             self._vocab_cache = strings
         return self._vocab_cache
 
+    def _token_strings(self) -> list[str | None]:
+        """Token strings by id as encodings show them: `_vocab()`, except that an id which is both a
+        model token and an added token with another string keeps the model's string (the added
+        token's matches carry their own text from the engine)."""
+        if not self._shadowed:
+            return self._vocab()
+        if getattr(self, "_token_strings_cache", None) is None:
+            strings = list(self._vocab())
+            for i, s in self._shadowed.items():
+                strings[i] = s
+            self._token_strings_cache = strings
+        return self._token_strings_cache
+
     def token_to_id(self, token: str) -> int | None:
         if self._ref is not None:
             return self._ref.token_to_id(token)
@@ -455,12 +642,16 @@ class Tokenizer:
 
     def add_tokens(self, tokens: Sequence[Any]) -> int:
         if self._ref is not None:
-            return self._ref.add_tokens(tokens)
+            return self._ref.add_tokens(_reference_tokens(tokens))
         return self._add(tokens, special=False)
 
     def add_special_tokens(self, tokens: Sequence[Any]) -> int:
         if self._ref is not None:
-            return self._ref.add_special_tokens(tokens)
+            added = self._ref.add_special_tokens(_reference_tokens(tokens))
+            for t in tokens:
+                if isinstance(t, AddedToken):
+                    t.special = True  # as tokenizers marks the caller's tokens
+            return added
         return self._add(tokens, special=True)
 
     @property
@@ -559,7 +750,7 @@ class Tokenizer:
     @property
     def _vocab_lazy(self) -> Sequence[str | None]:
         # One object per tokenizer state: post-processors cache per-vocabulary tables by identity.
-        if self._vocab_cache is not None:
+        if self._vocab_cache is not None and not self._shadowed:
             return self._vocab_cache
         lazy = getattr(self, "_lazy", None)
         if lazy is None:
@@ -583,6 +774,27 @@ class Tokenizer:
             return self._ref.encode_batch(input, is_pretokenized, add_special_tokens)
         return self._encode_batch_with(input, is_pretokenized, add_special_tokens, self._truncation, self._padding,
                                        self._encode_special_tokens)
+
+    def encode_batch_fast(self, input: Sequence[Any], is_pretokenized: bool = False,
+                          add_special_tokens: bool = True) -> list[Any]:
+        """`encode_batch` without offsets, as tokenizers' `encode_batch_fast`: the tokens of the
+        text have offsets (0, 0), an empty string and no word index; those the post-processor and
+        padding add are as in `encode_batch`."""
+        if self._ref is not None:
+            return self._ref.encode_batch_fast(input, is_pretokenized, add_special_tokens)
+        out = []
+        for x in input:
+            a, b = _batch_item(x, is_pretokenized)
+            try:
+                first = _without_offsets(self._raw(a, is_pretokenized, 0), 0)
+                second = _without_offsets(self._raw(b, is_pretokenized, 1), 1) if b is not None else None
+            except UnicodeEncodeError:
+                raise TypeError(_SEQUENCE_ERROR[is_pretokenized] if b is not None
+                                else _INPUT_ERROR[is_pretokenized]) from None
+            out.append(post_process(first, second, add_special_tokens, self._truncation, None, self._processor))
+        if self._padding is not None:
+            pad_encodings(out, self._padding)
+        return out
 
     def encode_batch_to_numpy(self, input: Sequence[str], add_special_tokens: bool = True) -> BatchArrays:
         """`encode_batch(input, add_special_tokens=...)` as three flat arrays, without an `Encoding`
@@ -687,8 +899,18 @@ class Tokenizer:
             return self._ref.post_process(encoding, pair, add_special_tokens)
         return post_process(encoding, pair, add_special_tokens, self._truncation, self._padding, self._processor)
 
+    def __str__(self) -> str:
+        try:
+            return str(self._twin())
+        except ImportError:
+            return repr(self)
+
     def __repr__(self) -> str:
-        return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
+        # tokenizers' own repr (the whole pipeline), when the library is there to write it.
+        try:
+            return repr(self._twin())
+        except ImportError:
+            return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
 
 
 # tokenizers' messages when an input cannot be extracted, by is_pretokenized: one sequence, and
@@ -719,8 +941,17 @@ def _flatten(encodings: Sequence[Any]) -> BatchArrays:
     return BatchArrays(ids, offsets, doc_offsets)
 
 
+def _without_offsets(raw: Encoding, type_id: int) -> Encoding:
+    """A raw encoding as tokenizers' fast path leaves it: ids only (offsets 0, tokens '', no words)."""
+    n = len(raw.ids_array)
+    return Encoding.from_arrays(raw.ids_array, np.zeros((n, 2), np.int64), None, None, None, type_id, [""] * n)
+
+
 def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:
     """One input of `encode_batch` as (sequence, pair or None), with tokenizers' type errors."""
+    if isinstance(x, np.ndarray):
+        # A row of a 2-D numpy array of str: (text, pair), or the words of a pre-tokenized input.
+        x = x.tolist()
     if not is_pretokenized:
         if isinstance(x, str):
             return x, None
@@ -748,7 +979,7 @@ class _LazyVocab(Sequence):
         self._tok = tok
 
     def __getitem__(self, i):  # type: ignore[override]
-        return self._tok._vocab()[i]
+        return self._tok._token_strings()[i]
 
     def __len__(self) -> int:
-        return len(self._tok._vocab())
+        return len(self._tok._token_strings())

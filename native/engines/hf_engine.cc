@@ -197,7 +197,7 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
 // the token's content (stripped whitespace included, as tokenizers shows it).
 void emit_added(const AddedToken& t, std::string_view matched, uint32_t start, uint32_t end, RawEncoding& out,
                 uint32_t& word) {
-  if (matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
+  if (t.show_text || matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
   out.push(t.id, start, end, word++);
 }
 

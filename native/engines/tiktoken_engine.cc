@@ -128,8 +128,9 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   }
   uint64_t max_id = 0;
   bool any = false;
+  // An empty token is accepted as tiktoken accepts it (a real rank file has one): it has an id and
+  // decodes to nothing, but it is kept out of the trie, so no encoding ever produces it.
   for (const auto& [bytes, id] : src.mergeable) {
-    if (bytes.empty()) throw std::invalid_argument("mergeable_ranks contains an empty token");
     max_id = std::max<uint64_t>(max_id, id);
     any = true;
   }
@@ -180,7 +181,9 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
 
   std::vector<std::pair<std::string_view, int32_t>> keys;
   keys.reserve(src.mergeable.size());
-  for (const auto& [bytes, id] : src.mergeable) keys.emplace_back(bytes, static_cast<int32_t>(id));
+  for (const auto& [bytes, id] : src.mergeable) {
+    if (!bytes.empty()) keys.emplace_back(bytes, static_cast<int32_t>(id));
+  }
   const DoubleArrayData bpe_trie = build_double_array(keys);
 
   // The backtracking encoder's tables: each token's merge split and the pair -> token table.

@@ -350,6 +350,7 @@ std::vector<AddedToken> added_from(const py::list& items) {
     a.lstrip = py::cast<bool>(t[3]);
     a.rstrip = py::cast<bool>(t[4]);
     a.single_word = py::cast<bool>(t[5]);
+    if (t.size() > 6) a.show_text = py::cast<bool>(t[6]);
     out.push_back(std::move(a));
   }
   return out;
