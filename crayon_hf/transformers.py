@@ -396,7 +396,8 @@ class CrayonTokenizer(TokenizersBackend):
             from crayon_hf._native import native
 
             path = self._crayon._cartridge_path
-            ref = (path, native.cartridge_info(path, False)["checksum"], self._crayon_digest)
+            if path is not None:  # None: compiled in memory (the cache could not be written)
+                ref = (path, native.Cartridge.open(path).checksum, self._crayon_digest)
         return (_unpickle, (self._crayon_original or TokenizersBackend, state, ref))
 
 
@@ -409,7 +410,7 @@ def _unpickle(original: type, state: dict[str, Any], ref: tuple[str, int, str] |
         from crayon_hf._native import native
 
         try:
-            if native.cartridge_info(ref[0], False)["checksum"] == ref[1]:
+            if native.Cartridge.open(ref[0]).checksum == ref[1]:
                 cartridge = ref[0]
         except ValueError:
             pass
