@@ -124,6 +124,7 @@ class Tokenizer:
         self._json_cache = None
         self._cartridge_path = None
         self._cartridge = None
+        self._image = None
         self._vocab_cache = None
         self._skip_cache = None
         self._encode_special_tokens = False
@@ -225,6 +226,7 @@ class Tokenizer:
         from crayon_hf._native import native
 
         self = cls._blank()
+        self._image = image
         return self._open(native.Cartridge.from_bytes(image, label, False), label, False)
 
     def _open(self, cartridge: Any, path: Any, verify: bool) -> Tokenizer:
@@ -354,14 +356,20 @@ class Tokenizer:
         """Writes the cartridge (.dat). Tokens added after load are compiled into the new file."""
         if self._ref is not None:
             raise ValueError(f"this tokenizer runs on the tokenizers library ({self._backend}); it has no cartridge")
-        if not self._overlay and self._cartridge_path:
-            atomic_write(path, Path(self._cartridge_path).read_bytes())
+        if not self._overlay and (self._cartridge_path or self._image is not None):
+            atomic_write(path, self._cartridge_bytes())
             return
         from crayon_hf.conversion.hf_json import build_hf_cartridge, plan_native
 
         text = json.dumps(self._data(), ensure_ascii=False).encode("utf-8")
         data = json.loads(text)
         atomic_write(path, build_hf_cartridge(text, plan_native(data), {}))
+
+    def _cartridge_bytes(self) -> bytes:
+        """The bytes of the cartridge this tokenizer maps (a file, or an image held in memory)."""
+        if self._image is not None:
+            return self._image
+        return Path(self._cartridge_path).read_bytes()
 
     def encode_stream(self) -> Any:
         """A stream: `feed(text)` / `feed_bytes(data)` return the ids final so far, `finish()` the

@@ -382,7 +382,7 @@ class CrayonTokenizer(TokenizersBackend):
         engine = self._crayon
         if engine._overlay:
             engine = Tokenizer.from_buffer(self._tokenizer.to_str().encode("utf-8"))
-        atomic_write(target, Path(engine._cartridge_path).read_bytes())
+        atomic_write(target, engine._cartridge_bytes())
 
     # ------------------------------------------------------------------ pickling
 
