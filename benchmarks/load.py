@@ -154,6 +154,32 @@ def measure(args: argparse.Namespace) -> dict:
         rows["fresh"][label] = fresh(code, args.fresh)
         print("fresh", label, rows["fresh"][label], flush=True)
 
+    # Cold load as `crayon bench --suite` measures it (the README's "cold load" column): a fresh
+    # interpreter imports the library and loads the vocabulary, nothing else.
+    from crayon_hf.bench.measure import fresh_process
+
+    rows["cold"] = {}
+    cold_reps = 2 if args.quick else 3
+    for name, path in tk.items():
+        known = f"from crayon_hf.tiktoken._encodings import KNOWN_ENCODINGS as K\nk = K[{name!r}]\n"
+        ref = (f"import tiktoken, tiktoken.load\n{known}"
+               f"tok = tiktoken.Encoding({name!r}, pat_str=k.pat_str, special_tokens=dict(k.special_tokens), "
+               f"mergeable_ranks=tiktoken.load.load_tiktoken_bpe({str(VOCAB / 'tiktoken' / f'{name}.tiktoken')!r}))")
+        ours = f"import crayon_hf.tiktoken as tk\ntok = tk.Encoding.from_cartridge({str(path)!r})"
+        rows["cold"][name] = {
+            "crayon_ms": statistics.median(fresh_process(ours)["load_ms"] for _ in range(cold_reps)),
+            "reference_ms": statistics.median(fresh_process(ref)["load_ms"] for _ in range(cold_reps)),
+        }
+        print("cold", name, rows["cold"][name], flush=True)
+    for name, path in hf.items():
+        ours = f"from crayon_hf import Tokenizer\ntok = Tokenizer.from_file({str(path)!r})"
+        ref = f"import tokenizers\ntok = tokenizers.Tokenizer.from_file({str(VOCAB / 'hf' / name / 'tokenizer.json')!r})"
+        rows["cold"][name] = {
+            "crayon_ms": statistics.median(fresh_process(ours)["load_ms"] for _ in range(cold_reps)),
+            "reference_ms": statistics.median(fresh_process(ref)["load_ms"] for _ in range(cold_reps)),
+        }
+        print("cold", name, rows["cold"][name], flush=True)
+
     from transformers import AutoTokenizer
 
     from crayon_hf.transformers import CrayonTokenizer
@@ -208,10 +234,35 @@ def render(results: dict) -> str:
           [("file_mb", "MB"), ("crayon_ms", "crayon-hf"), ("tokenizers_ms", "tokenizers.from_file")])
     table("Fresh process: import, load, first encode (ms)", "fresh",
           [("import_ms", "import"), ("load_ms", "load"), ("first_encode_ms", "first encode"), ("total_ms", "total")])
+    table("Cold load: fresh interpreter, import + load (ms; the README's column)", "cold",
+          [("reference_ms", "reference"), ("crayon_ms", "crayon-hf")])
     table("transformers face: `from_pretrained(folder saved by crayon-hf)` (ms)", "from_pretrained",
           [("crayon_ms", "CrayonTokenizer"), ("stock_ms", "stock AutoTokenizer"), ("speedup", "speedup"),
            ("backend_deferred", "backend deferred")])
     return "\n".join(lines) + "\n"
+
+
+def update_readme(results_path: Path, label: str) -> int:
+    """Rewrites the "cold load ms (ref / crayon)" cells of the README's summary table."""
+    cold = json.loads(results_path.read_text())[label]["rows"]["cold"]
+    readme = HERE.parent / "README.md"
+    lines = readme.read_text(encoding="utf-8").split("\n")
+    column = None
+    for i, line in enumerate(lines):
+        cells = line.split("|")
+        if "cold load ms (ref / crayon)" in line:
+            column = [c.strip() for c in cells].index("cold load ms (ref / crayon)")
+            continue
+        if column is None or not line.startswith("| ") or len(cells) <= column:
+            continue
+        name = cells[1].strip()
+        if name in cold:
+            row = cold[name]
+            cells[column] = f" {row['reference_ms']:.0f} / {row['crayon_ms']:.0f} "
+            lines[i] = "|".join(cells)
+    readme.write_text("\n".join(lines), encoding="utf-8")
+    print(f"updated the cold-load column of {readme}")
+    return 0
 
 
 def main() -> int:
@@ -222,7 +273,11 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=100)
     ap.add_argument("--fresh", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--readme", action="store_true",
+                    help="only rewrite the README summary's cold-load column from load.json (label --label)")
     args = ap.parse_args()
+    if args.readme:
+        return update_readme(Path(args.out) / "load.json", args.label)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import crayon_hf
 
