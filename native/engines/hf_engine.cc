@@ -407,7 +407,8 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
 void HfEngine::ready() const {
   first_use_.run([this] {
     const Cartridge& c = *cartridge_;
-    check_cartridge_once(c, [&] { check_tables(); });
+    // Guarded like loading: the file may be truncated under the mapping before its first use.
+    guard_mapped_reads(c.label(), [&] { check_cartridge_once(c, [&] { check_tables(); }); });
     // Precomputations that scan tables (safe once the checks passed; per engine, not per file).
     if (bpe_) bpe_->prepare();  // unique_ptr: a non-const model inside this const engine, run once
     if (kind_ == HfModelKind::kUnigram) static_cast<UnigramModel*>(other_.get())->prepare();

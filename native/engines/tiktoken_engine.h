@@ -63,7 +63,10 @@ class TiktokenEngine {
   // but n_ids, pattern, meta_json and the special-token accessors needs it to have succeeded; the
   // Python binding calls it on first use, C++ callers (fuzz targets, tests) call it themselves.
   void ready() const {
-    first_use_.run([this] { check_cartridge_once(*cartridge_, [this] { check_tables(); }); });
+    // Guarded like loading: the file may be truncated under the mapping before its first use.
+    first_use_.run([this] {
+      guard_mapped_reads(cartridge_->label(), [this] { check_cartridge_once(*cartridge_, [this] { check_tables(); }); });
+    });
   }
   // The O(n_ids) checks that make the encoders' reads safe: TOKO in order, BSPL/BSPR consistent
   // with the token table. Called by ready(); also by an HfEngine for its nested tiktoken tables.
