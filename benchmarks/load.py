@@ -223,8 +223,16 @@ def render(results: dict) -> str:
                 row = results[lab]["rows"].get(section, {}).get(k, {})
                 for key, _ in cols:
                     v = row.get(key)
-                    cells.append("-" if v is None else (f"{v:.3f}" if isinstance(v, float) and v < 10 else
-                                                        f"{v:.1f}" if isinstance(v, float) else str(v)))
+                    if v is None:
+                        cells.append("-")
+                    elif key == "file_mb":
+                        cells.append(f"{v:.1f}")
+                    elif key == "speedup":
+                        cells.append(f"{v:.0f}x")
+                    elif isinstance(v, float):
+                        cells.append(f"{v:.3f}" if v < 10 else f"{v:.1f}")
+                    else:
+                        cells.append(str(v))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
 
