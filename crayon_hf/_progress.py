@@ -70,8 +70,8 @@ class Progress:
 @contextlib.contextmanager
 def compile_progress(what: str, after: float = 1.0) -> Iterator[None]:
     """Shows that a first-ever compile is running when it takes longer than `after` seconds: an
-    INFO record on the package logger ("crayon_hf") and, when tqdm is installed, a bar on stderr
-    counting seconds until it ends. Quick compiles (and cached loads) show nothing."""
+    INFO record on the package logger ("crayon_hf") and, when tqdm is installed and stderr is a
+    terminal, a bar counting seconds until it ends. Quick compiles (and cached loads) show nothing."""
     done = threading.Event()
     start = time.perf_counter()
     shown: list[Any] = []
@@ -80,6 +80,8 @@ def compile_progress(what: str, after: float = 1.0) -> Iterator[None]:
         if done.wait(after):
             return
         logger.info("crayon-hf: %s (first load; the cartridge is cached afterwards)", what)
+        if not sys.stderr.isatty():
+            return  # a log file gets the logger's records, not a bar redrawn twice a second
         try:
             from tqdm import tqdm
         except ImportError:

@@ -102,3 +102,21 @@ def test_transformers_face_loads_with_a_broken_cache(broken_cache, tmp_path, mon
     out = tmp_path / "saved"
     tok.save_pretrained(str(out))
     assert (out / "crayon.dat").is_file() and (out / "tokenizer.json").is_file()
+
+
+def test_slow_compile_is_announced(caplog):
+    """A first compile over a second leaves INFO records on the package logger."""
+    import logging
+    import time
+
+    from crayon_hf._progress import compile_progress
+
+    with caplog.at_level(logging.INFO, logger="crayon_hf"):
+        with compile_progress("compiling something", after=0.05):
+            time.sleep(0.2)
+        with compile_progress("compiling quickly", after=5.0):
+            pass
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("compiling something (first load" in m for m in messages)
+    assert any("compiling something took" in m for m in messages)
+    assert not any("compiling quickly" in m for m in messages)
