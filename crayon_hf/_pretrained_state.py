@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ STATE_FORMAT = 1
 LAZY_NAMES = ("_vocab", "_merges", "_vocab_scores")
 # from_pretrained options that do not change the loaded state.
 NEUTRAL_KWARGS = frozenset({"local_files_only", "use_fast", "trust_remote_code", "_from_auto", "_commit_hash"})
+# Stands for the folder's path in the saved state (replaced by the path given to from_pretrained).
+FOLDER_PLACEHOLDER = "\u0000crayon-hf:folder\u0000"
 # Files in the folder that are ours, not transformers' input.
 OWN_FILES = frozenset({STATE_FILE, "crayon.dat", "crayon_tokenizer.py"})
 
@@ -71,6 +74,8 @@ def _encode(value: Any) -> Any:
         return {"s": sorted((_encode(v) for v in value), key=json.dumps)}
     if isinstance(value, AddedToken):
         return {"a": [value.content, value.single_word, value.lstrip, value.rstrip, value.normalized, value.special]}
+    if type(value) is re.Pattern and isinstance(value.pattern, str):
+        return {"re": [value.pattern, value.flags]}  # WhisperTokenizer.timestamp_pat
     raise _NotRestorable(type(value).__name__)
 
 
@@ -92,6 +97,8 @@ def _decode(value: Any) -> Any:
         return {_decode(k): _decode(v) for k, v in body}
     if tag == "s":
         return {_decode(v) for v in body}
+    if tag == "re":
+        return re.compile(body[0], body[1])
     if tag == "a":
         content, single_word, lstrip, rstrip, normalized, special = body
         return AddedToken(content, single_word=single_word, lstrip=lstrip, rstrip=rstrip, normalized=normalized,
@@ -184,17 +191,21 @@ def write_state(directory: Any, original: type, digest: str) -> bool:
                     return False
                 lazy[name] = recipe
                 del state[name]
+    # The folder's path (name_or_path, ...) is stored as a placeholder, so the file does not depend
+    # on where it was saved (push_to_hub saves in a temporary folder) and a moved folder still loads.
+    state = _replace_str(state, folder, FOLDER_PLACEHOLDER)
     try:
         encoded = _encode(state)
         if _encode(_decode(encoded)) != encoded:
             return False
     except _NotRestorable:
         return False
+    if folder in json.dumps(encoded, ensure_ascii=False):
+        return False  # the path inside a longer string: not something a placeholder can restore
     record = {
         "format": STATE_FORMAT,
         **_versions(),
         "class": original.__name__,
-        "path": folder,
         "source_sha256": digest,
         "files": _folder_files(folder),
         "state": encoded,
@@ -227,21 +238,19 @@ def read_state(folder: str, original: type, kwargs: dict[str, Any]) -> tuple[dic
         files = {k: v for k, v in files.items() if k != "tokenizer.json"}
     if current != files:
         return None
-    state = _decode(record["state"])
-    saved_path, path = record.get("path"), str(folder)
-    if saved_path != path:
-        state = _replace_str(state, saved_path, path)
+    state = _replace_str(_decode(record["state"]), FOLDER_PLACEHOLDER, str(folder))
     return state, dict(record.get("lazy") or {}), str(record.get("source_sha256"))
 
 
 def _replace_str(value: Any, old: str, new: str) -> Any:
-    """`value` with every string equal to `old` (the folder's path when saved) replaced by `new`."""
-    if isinstance(value, str):
+    """`value` with every string equal to `old` replaced by `new` (the folder's path and its
+    placeholder), containers rebuilt with their exact types."""
+    if type(value) is str:
         return new if value == old else value
-    if isinstance(value, list):
+    if type(value) is list:
         return [_replace_str(v, old, new) for v in value]
-    if isinstance(value, tuple):
+    if type(value) is tuple:
         return tuple(_replace_str(v, old, new) for v in value)
-    if isinstance(value, dict):
+    if type(value) is dict:
         return {k: _replace_str(v, old, new) for k, v in value.items()}
-    return value
+    return value  # other types are left alone (and _encode refuses what it does not know)

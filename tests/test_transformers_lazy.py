@@ -58,9 +58,11 @@ def _saved(folder: str) -> str:
     return parity._saved_folder(folder, path)
 
 
-# Folders whose state round-trips (CLIP wraps its backend's decode, the Unigram folders' scores do
-# not survive tokenizers' JSON parsing: those load the stock way, checked below).
-RESTORED = [f for f in BYTE_LEVEL_FOLDERS if f != "clip"] + ["bert_base_uncased", "mistral_v0_1", "gemma"]
+# Folders whose state round-trips. The others load the stock way (checked below): CLIP wraps its
+# backend's decode; the Unigram folders' scores do not survive tokenizers' JSON parsing; Mistral's
+# class changes the backend when it loads a saved folder, so the saved cartridge is not the state
+# the stock load gives (and is recompiled on load, as before).
+RESTORED = [f for f in BYTE_LEVEL_FOLDERS if f != "clip"] + ["bert_base_uncased", "gemma"]
 
 
 @pytest.mark.parametrize("name", RESTORED)
@@ -143,7 +145,7 @@ def test_changed_folder_loads_the_stock_way(tmp_path):
     assert "_crayon_lazy" not in opt.__dict__ and opt.padding_side == "left"
 
 
-@pytest.mark.parametrize("name", ["clip", "t5_small"])
+@pytest.mark.parametrize("name", ["clip", "t5_small", "mistral_v0_1"])
 def test_not_restorable_folders_load_the_stock_way(name):
     from crayon_hf.transformers import CrayonTokenizer
 
