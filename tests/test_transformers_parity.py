@@ -108,10 +108,16 @@ def load_ours(folder: str):
 
 
 def load_fresh(folder: str):
-    """(ref, ours) straight from the folder, untouched."""
+    """(ref, ours) straight from the folder, untouched. LAZY: both from the saved copy (the stock
+    load of a saved folder is not always the stock load of the original: Mistral's is not)."""
     transformers = require_module("transformers")
 
     path = str(require_shared(VOCAB / "hf" / folder / "tokenizer.json").parent)
+    if LAZY:
+        auto = transformers.AutoTokenizer
+        stock = auto._crayon_original_from_pretrained.__func__  # the unwrapped stock method
+        ours = load_ours(folder)
+        return stock(auto, _saved_folder(folder, path)), ours
     return transformers.AutoTokenizer.from_pretrained(path), load_ours(folder)
 
 
