@@ -27,7 +27,8 @@ from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from crayon_hf._cache import atomic_write, cache_dir
+from crayon_hf._cache import atomic_write, cache_dir, store
+from crayon_hf._progress import compile_progress
 from crayon_hf._hf.decoders import ByteLevelDecoder, build_decoder, decode_ids, skip_ids
 from crayon_hf._hf.encoding import Encoding
 from crayon_hf._hf.errors import UnsupportedComponent
@@ -177,6 +178,8 @@ class Tokenizer:
         self._backend = "native"
         self._json_cache = None
         self._cartridge_path = None
+        self._cartridge = None
+        self._image = None
         self._vocab_cache = None
         self._shadowed = {}
         self._skip_cache = None
@@ -205,7 +208,7 @@ class Tokenizer:
                 text = converted.read_bytes()
             except OSError:
                 text = convert_model(data, str(p)).encode("utf-8")
-                atomic_write(converted, text)
+                store(converted, text)
             return cls.from_buffer(text, source=str(p))
         return cls.from_buffer(data, source=str(p))
 
@@ -231,7 +234,15 @@ class Tokenizer:
         floats = "x" if exact_floats else ""
         target = cache_dir() / f"tokenizer-{digest[:32]}{floats}-g{_CACHE_GENERATION}.dat"
         if target.exists():
-            return cls.from_cartridge(target), "", ""
+            try:
+                tok = cls.from_cartridge(target)
+                if tok._engine is not None:
+                    # The deferred checks now (once per file and process): a damaged cache entry
+                    # is rebuilt here rather than failing the first encode.
+                    tok._engine.ready()
+                return tok, "", ""
+            except ValueError as e:
+                warnings.warn(f"crayon-hf: rebuilding damaged cached cartridge {target}: {e}", stacklevel=3)
         refusal = target.with_name(f"{target.stem}-s{SUPPORT_GENERATION}.unsupported")
         try:
             path, reason = json.loads(refusal.read_text(encoding="utf-8"))
@@ -246,24 +257,44 @@ class Tokenizer:
             plan = plan_native(data)
         except (Unsupported, UnsupportedComponent) as e:
             path, reason = getattr(e, "path", "?"), str(e)
-            atomic_write(refusal, json.dumps([path, reason]).encode("utf-8"))
+            store(refusal, json.dumps([path, reason]).encode("utf-8"))
             return None, path, reason
-        atomic_write(target, build_hf_cartridge(buffer, plan, {"source_sha256": digest}))
-        return cls.from_cartridge(target), "", ""
+        with compile_progress(f"compiling {source}"):
+            image = build_hf_cartridge(buffer, plan, {"source_sha256": digest})
+        if store(target, image):
+            return cls.from_cartridge(target), "", ""
+        return cls._from_image(image, f"<in-memory {source}>"), "", ""
 
     @classmethod
-    def from_cartridge(cls, path: str | os.PathLike[str]) -> Tokenizer:
+    def from_cartridge(cls, path: str | os.PathLike[str], verify: bool = False) -> Tokenizer:
+        """Maps a tokenizer.json cartridge. Loading reads its header, section table and META only
+        (O(1) in the vocabulary); the checksum and the table checks run once, on first use, and a
+        damaged file raises ValueError there. ``verify=True`` runs them now instead."""
         from crayon_hf._native import native
 
         self = cls._blank()
-        self._cartridge_path = str(Path(path).resolve())
-        info = native.cartridge_info(self._cartridge_path, True)
-        if not any(s["id"] == "HFHD" for s in info["sections"]):
+        self._cartridge_path = os.path.abspath(path)
+        return self._open(native.Cartridge.open(self._cartridge_path, verify), path, verify)
+
+    @classmethod
+    def _from_image(cls, image: bytes, label: str) -> Tokenizer:
+        """A cartridge image held in memory (the cache could not be written)."""
+        from crayon_hf._native import native
+
+        self = cls._blank()
+        self._image = image
+        return self._open(native.Cartridge.from_bytes(image, label, False), label, False)
+
+    def _open(self, cartridge: Any, path: Any, verify: bool) -> Tokenizer:
+        from crayon_hf._native import native
+
+        self._cartridge = cartridge
+        if "HFHD" not in cartridge.section_ids:
             raise ValueError(
                 f"{path} is not a tokenizer.json cartridge (it has no HFHD section); "
                 "load tiktoken cartridges with crayon_hf.tiktoken.Encoding.from_cartridge"
             )
-        meta = json.loads(native.section_bytes(self._cartridge_path, "META").decode("utf-8"))
+        meta = json.loads((cartridge.section("META") or b"{}").decode("utf-8"))
         if (meta.get("engine"), meta.get("format")) not in (("hf", 2), ("hf_bpe", 1)):
             raise ValueError(
                 f"{path}: unsupported tokenizer.json cartridge layout (engine {meta.get('engine')!r}, "
@@ -279,8 +310,10 @@ class Tokenizer:
         try:
             self._build_engine()
         except native.UnsupportedComponent as e:
-            source = native.section_bytes(self._cartridge_path, "TJSN")
-            return cls._fallback(source, self._component_path(str(e)), str(e))
+            source = self._cartridge.section("TJSN")
+            return type(self)._fallback(source, self._component_path(str(e)), str(e))
+        if verify:
+            self._engine.ready()
         return self
 
     # ------------------------------------------------------------------ pipeline components
@@ -447,7 +480,7 @@ class Tokenizer:
         shortcut = None if normed else sentencepiece_shortcut(normalizers, pre_tokenizers)
         if shortcut is not None:
             normalizers, pre_tokenizers = shortcut
-        self._engine = native.HfEngine(self._cartridge_path, normalizers, pre_tokenizers, raw, normed)
+        self._engine = native.HfEngine(self._cartridge, normalizers, pre_tokenizers, raw, normed)
         self._vocab_cache = None
         self._token_strings_cache = None
         self._skip_cache = None
@@ -469,7 +502,7 @@ class Tokenizer:
         if self._json_cache is None:
             from crayon_hf._native import native
 
-            self._json_cache = json.loads(native.section_bytes(self._cartridge_path, "TJSN"))
+            self._json_cache = json.loads(self._cartridge.section("TJSN"))
         return self._json_cache
 
     def _data(self) -> dict[str, Any]:
@@ -497,14 +530,20 @@ class Tokenizer:
         """Writes the cartridge (.dat). Tokens added after load are compiled into the new file."""
         if self._ref is not None:
             raise ValueError(f"this tokenizer runs on the tokenizers library ({self._backend}); it has no cartridge")
-        if not self._overlay and self._cartridge_path:
-            atomic_write(path, Path(self._cartridge_path).read_bytes())
+        if not self._overlay and (self._cartridge_path or self._image is not None):
+            atomic_write(path, self._cartridge_bytes())
             return
         from crayon_hf.conversion.hf_json import build_hf_cartridge, plan_native
 
         text = json.dumps(self._data(), ensure_ascii=False).encode("utf-8")
         data = json.loads(text)
         atomic_write(path, build_hf_cartridge(text, plan_native(data), {}))
+
+    def _cartridge_bytes(self) -> bytes:
+        """The bytes of the cartridge this tokenizer maps (a file, or an image held in memory)."""
+        if self._image is not None:
+            return self._image
+        return Path(self._cartridge_path).read_bytes()
 
     def encode_stream(self) -> Any:
         """A stream: `feed(text)` / `feed_bytes(data)` return the ids final so far, `finish()` the
@@ -522,7 +561,7 @@ class Tokenizer:
     def __getstate__(self) -> dict[str, Any]:
         if self._ref is not None:
             return {"json": self._ref.to_str()}
-        if not self._overlay:
+        if not self._overlay and self._cartridge_path:
             return {"cartridge": self._cartridge_path, "truncation": self._truncation, "padding": self._padding,
                     "encode_special_tokens": self._encode_special_tokens}
         return {"json": self.to_str()}
@@ -543,7 +582,7 @@ class Tokenizer:
         if getattr(self, "_model_strings_cache", None) is None:
             from crayon_hf._native import native
 
-            self._model_strings_cache = json.loads(native.section_bytes(self._cartridge_path, "VSTR"))
+            self._model_strings_cache = json.loads(self._cartridge.section("VSTR"))
         return self._model_strings_cache
 
     def _model_vocab(self) -> dict[str, int]:

@@ -58,12 +58,18 @@ class Encoding:
         self.__dict__["_special_tokens"] = special_tokens
 
     @classmethod
-    def from_cartridge(cls, path: str | os.PathLike[str]) -> Encoding:
-        """Maps a cartridge written by ``save_cartridge`` or ``crayon convert``."""
+    def from_cartridge(cls, path: str | os.PathLike[str], verify: bool = False) -> Encoding:
+        """Maps a cartridge written by ``save_cartridge`` or ``crayon convert``.
+
+        Loading reads the header, the section table and META only, whatever the vocabulary size;
+        the checksum and the O(n_vocab) table checks run once, on first use (a damaged file
+        raises ValueError there). ``verify=True`` runs them now instead."""
         path = os.fspath(path)
-        engine = native.TiktokenEngine.from_file(path)
+        engine = native.TiktokenEngine.from_file(path, verify)
         self = cls.__new__(cls)
         self._setup(engine, image=None, path=os.path.abspath(path))
+        if verify:
+            engine.ready()
         return self
 
     def _setup(self, engine: object, *, image: bytes | None, path: str | None) -> None:

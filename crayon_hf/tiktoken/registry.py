@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any, Callable, Sequence
 
 from crayon_hf import __version__
-from crayon_hf._cache import atomic_write, cache_dir
+from crayon_hf._cache import cache_dir, store
 from crayon_hf._native import CartridgeError
 from crayon_hf.tiktoken._encodings import BUNDLED, KNOWN_ENCODINGS, KnownEncoding
 from crayon_hf.tiktoken.core import Encoding
@@ -69,18 +69,15 @@ def _load_known(known: KnownEncoding) -> Encoding:
     path = _cartridge_file(known)
     if os.path.exists(path):
         try:
-            return Encoding.from_cartridge(path)
+            enc = Encoding.from_cartridge(path)
+            # The deferred checks now (once per file and process): a damaged cache entry is rebuilt
+            # here rather than failing the first encode.
+            enc._engine.ready()
+            return enc
         except (CartridgeError, ValueError) as e:
             warnings.warn(f"crayon-hf: rebuilding damaged cached cartridge {path}: {e}", stacklevel=3)
     image = _build(known)
-    try:
-        atomic_write(path, image)
-    except OSError as e:
-        warnings.warn(
-            f"crayon-hf: cannot write the cartridge cache ({e}); set CRAYON_HF_CACHE to a writable "
-            "directory to avoid rebuilding on every start",
-            stacklevel=3,
-        )
+    if not store(path, image):
         enc = Encoding.__new__(Encoding)
         from crayon_hf._native import native
 

@@ -322,10 +322,7 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
       HfSegmentation seg;
       if (opts.char_level && c.find(kHGLU)) {
         seg.enabled = true;
-        seg.glue = c.array<uint32_t>(kHGLU, &seg.n_glue);
-        for (size_t i = 1; i < seg.n_glue; ++i) {
-          if (seg.glue[i - 1] >= seg.glue[i]) c.fail("HGLU is not sorted");
-        }
+        seg.glue = c.array<uint32_t>(kHGLU, &seg.n_glue);  // sorted: checked by ready()
       }
       bpe_ = std::make_unique<HfBpeModel>(vocab, merges, n_merges, self, h.n_ids, std::move(opts), seg);
       model_ = bpe_.get();
@@ -364,9 +361,7 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
       size_t n_ranks;
       const uint32_t* rank_to_id = c.array<uint32_t>(kHRID, &n_ranks);
       if (n_ranks != fast_->n_ids()) c.fail("HRID does not match the nested rank table");
-      for (size_t r = 0; r < n_ranks; ++r) {
-        if (rank_to_id[r] >= h.n_ids) c.fail("HRID maps a rank to an id out of range");
-      }
+      rank_to_id_ = rank_to_id;  // ids in range: checked by ready()
       bpe_->set_fast_path(fast_.get(), rank_to_id, static_cast<uint32_t>(n_ranks));
     }
     size_t n_off, n_blob, n_present;
@@ -376,9 +371,6 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
     if (n_off != size_t{h.n_ids} + 1 || n_present != h.n_ids || decode_offsets_[0] != 0 ||
         decode_offsets_[h.n_ids] != n_blob) {
       c.fail("the decode table does not match the vocabulary");
-    }
-    for (uint32_t i = 0; i < h.n_ids; ++i) {
-      if (decode_offsets_[i] > decode_offsets_[i + 1]) c.fail("the decode table's offsets are not sorted");
     }
   }
 
@@ -410,6 +402,41 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
   // Added-token ids are only copied to the output (tokens added after load lie past n_ids).
   added_raw_ = AddedTokenSet(pipeline_.added_raw);
   added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
+}
+
+void HfEngine::ready() const {
+  first_use_.run([this] {
+    const Cartridge& c = *cartridge_;
+    // Guarded like loading: the file may be truncated under the mapping before its first use.
+    guard_mapped_reads(c.label(), [&] { check_cartridge_once(c, [&] { check_tables(); }); });
+    // Precomputations that scan tables (safe once the checks passed; per engine, not per file).
+    if (bpe_) bpe_->prepare();  // unique_ptr: a non-const model inside this const engine, run once
+    if (kind_ == HfModelKind::kUnigram) static_cast<UnigramModel*>(other_.get())->prepare();
+  });
+}
+
+void HfEngine::check_tables() const {
+  {
+    const Cartridge& c = *cartridge_;
+    const uint32_t n_ids = model_->n_ids();
+    if (fast_) {
+      fast_->check_tables();
+      for (uint32_t r = 0; r < fast_->n_ids(); ++r) {
+        if (rank_to_id_[r] >= n_ids) c.fail("HRID maps a rank to an id out of range");
+      }
+    }
+    if (decode_offsets_ != nullptr) {
+      for (uint32_t i = 0; i < n_ids; ++i) {
+        if (decode_offsets_[i] > decode_offsets_[i + 1]) c.fail("the decode table's offsets are not sorted");
+      }
+    }
+    if (bpe_) {
+      const HfSegmentation& seg = bpe_->segmentation();
+      for (size_t i = 1; i < seg.n_glue; ++i) {
+        if (seg.glue[i - 1] >= seg.glue[i]) c.fail("HGLU is not sorted");
+      }
+    }
+  }
 }
 
 void HfEngine::decode_byte_level(const uint32_t* ids, size_t n, const std::vector<uint8_t>& skip,

@@ -281,10 +281,6 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
   if (bpe_.token_offsets[0] != 0 || bpe_.token_offsets[h.n_ids] != blob.size()) {
     c.fail("TOKO does not span TOKB");
   }
-  // Encoders advance by token lengths taken from TOKO: every length must be a real byte range.
-  for (uint32_t id = 0; id < h.n_ids; ++id) {
-    if (bpe_.token_offsets[id] > bpe_.token_offsets[id + 1]) c.fail("TOKO offsets are not sorted (token " + std::to_string(id) + ")");
-  }
   bpe_.n_ids = h.n_ids;
   bpe_.trie = load_trie(c, kBTRI, kBTVA);
   fill_byte_ranks(bpe_);
@@ -311,8 +307,6 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     const PairEntry* pairs = c.array<PairEntry>(kBPAR, &np);
     if (nl != h.n_ids || nr != h.n_ids) c.fail("BSPL/BSPR do not have n_ids entries");
     if (np > 0xFFFFFFFFu || !validate_pair_table(static_cast<uint32_t>(np))) c.fail("BPAR capacity is not a power of two");
-    // The backtracking encoder walks these trees: ids in range, children usable, lengths adding up.
-    if (!validate_bpe_splits(bpe_, left, right)) c.fail("BSPL/BSPR: a token's split does not match the token table");
     backtrack_.split_left = left;
     backtrack_.split_right = right;
     backtrack_.pairs = PairTableView(pairs, static_cast<uint32_t>(np));
@@ -329,6 +323,19 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     }
     backtrack_.memo_owner = owner_;
     use_backtrack_ = true;
+  }
+}
+
+void TiktokenEngine::check_tables() const {
+  const Cartridge& c = *cartridge_;
+  // Encoders advance by token lengths taken from TOKO: every length must be a real byte range.
+  // (TOKO's size and both ends were checked at load.)
+  for (uint32_t id = 0; id < bpe_.n_ids; ++id) {
+    if (bpe_.token_offsets[id] > bpe_.token_offsets[id + 1]) c.fail("TOKO offsets are not sorted (token " + std::to_string(id) + ")");
+  }
+  // The backtracking encoder walks these trees: ids in range, children usable, lengths adding up.
+  if (use_backtrack_ && !validate_bpe_splits(bpe_, backtrack_.split_left, backtrack_.split_right)) {
+    c.fail("BSPL/BSPR: a token's split does not match the token table");
   }
 }
 

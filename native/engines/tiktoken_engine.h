@@ -55,7 +55,22 @@ constexpr uint32_t kMaxIds = 1u << 26;
 
 class TiktokenEngine {
  public:
+  // O(1) in the vocabulary: checks TKHD and every section's size against it, keeps pointers.
   explicit TiktokenEngine(std::shared_ptr<const Cartridge> cartridge);
+  // The checks deferred from load, run once before the engine's tables are first read: the file's
+  // checksum (memoized per file identity, see check_cartridge_once) and check_tables().
+  // Throws CartridgeError on a damaged file, on this and every later call. Thread-safe. Everything
+  // but n_ids, pattern, meta_json and the special-token accessors needs it to have succeeded; the
+  // Python binding calls it on first use, C++ callers (fuzz targets, tests) call it themselves.
+  void ready() const {
+    // Guarded like loading: the file may be truncated under the mapping before its first use.
+    first_use_.run([this] {
+      guard_mapped_reads(cartridge_->label(), [this] { check_cartridge_once(*cartridge_, [this] { check_tables(); }); });
+    });
+  }
+  // The O(n_ids) checks that make the encoders' reads safe: TOKO in order, BSPL/BSPR consistent
+  // with the token table. Called by ready(); also by an HfEngine for its nested tiktoken tables.
+  void check_tables() const;
 
   const Cartridge& cartridge() const { return *cartridge_; }
   SplitPattern pattern() const { return pattern_; }
@@ -127,6 +142,7 @@ class TiktokenEngine {
   const uint32_t* special_text_offsets_ = nullptr;
   const char* special_text_ = nullptr;
   size_t special_text_size_ = 0;
+  FirstUse first_use_;
 };
 
 }  // namespace crayon

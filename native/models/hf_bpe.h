@@ -120,6 +120,10 @@ class HfBpeModel final : public HfModel {
   // end with the character c[0, n) (valid UTF-8), i.e. a cut is allowed between it and U+2581; and
   // one word's tokens (no segmentation inside it).
   bool segments() const { return seg_.enabled; }
+  const HfSegmentation& segmentation() const { return seg_; }
+  // Precomputes what needs a pass over the merge table (the inert ASCII characters); the owner
+  // calls it once before the first encode (HfEngine::ready), so loading stays O(1).
+  void prepare();
   bool may_end_word(const uint8_t* c, size_t n) const;
   // Whether a word boundary may sit on either side of the character led by byte b (an inert
   // ASCII character, see the top of this file); false for every non-ASCII lead byte.
