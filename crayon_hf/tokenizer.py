@@ -391,6 +391,13 @@ class Tokenizer:
 
         return await asyncio.to_thread(self.encode_batch, input, is_pretokenized, add_special_tokens)
 
+    async def async_encode_batch_fast(self, input: Sequence[Any], is_pretokenized: bool = False,
+                                      add_special_tokens: bool = True) -> list[Any]:
+        """`encode_batch_fast` in a worker thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.encode_batch_fast, input, is_pretokenized, add_special_tokens)
+
     async def async_decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
         """`decode_batch` in a worker thread."""
         import asyncio
