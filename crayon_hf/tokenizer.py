@@ -165,9 +165,7 @@ class Tokenizer:
         """`Tokenizer(model)`, as in tokenizers: a pipeline around a `tokenizers.models` object. It
         runs natively once the pipeline is one the engine reproduces (components can be set
         afterwards, as in tokenizers); until then on the tokenizers library, with a warning."""
-        ref = _reference().Tokenizer(model)
-        self.__dict__.update(Tokenizer._blank().__dict__)
-        self._adopt(ref)
+        self._adopt(_reference().Tokenizer(model))
 
     @classmethod
     def _blank(cls) -> Tokenizer:
@@ -909,15 +907,18 @@ class Tokenizer:
     def __str__(self) -> str:
         try:
             return str(self._twin())
-        except ImportError:
-            return repr(self)
+        except Exception:  # noqa: BLE001 - str() must not fail where tokenizers cannot load the file
+            return self._short_repr()
 
     def __repr__(self) -> str:
         # tokenizers' own repr (the whole pipeline), when the library is there to write it.
         try:
             return repr(self._twin())
-        except ImportError:
-            return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
+        except Exception:  # noqa: BLE001 - repr() must not fail where tokenizers cannot load the file
+            return self._short_repr()
+
+    def _short_repr(self) -> str:
+        return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
 
 
 # tokenizers' messages when an input cannot be extracted, by is_pretokenized: one sequence, and

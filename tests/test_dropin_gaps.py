@@ -185,6 +185,16 @@ def test_encode_bytes_matches_tiktoken():
         assert ours.decode_bytes(ours._encode_bytes(data)) == data
 
 
+def test_encode_bytes_on_the_general_regex_engine():
+    pat = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+    ranks = tiktoken.load.load_tiktoken_bpe(str(require_shared(VOCAB / "tiktoken" / "r50k_base.tiktoken")))
+    ref = tiktoken.Encoding("custom", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+    ours = ctk.Encoding("custom", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+    assert ours._engine.pattern == "regex"
+    for data in [b"hello   \xe2\x82", b"it's \xff", b"12 34\x80", b"a\n\n\xc3"]:
+        assert ours._encode_bytes(data) == ref._encode_bytes(data), data
+
+
 def test_registry_constructors_and_plugins(monkeypatch, tmp_path):
     from crayon_hf.tiktoken import registry
 
