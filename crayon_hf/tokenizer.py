@@ -166,9 +166,7 @@ class Tokenizer:
         """`Tokenizer(model)`, as in tokenizers: a pipeline around a `tokenizers.models` object. It
         runs natively once the pipeline is one the engine reproduces (components can be set
         afterwards, as in tokenizers); until then on the tokenizers library, with a warning."""
-        ref = _reference().Tokenizer(model)
-        self.__dict__.update(Tokenizer._blank().__dict__)
-        self._adopt(ref)
+        self._adopt(_reference().Tokenizer(model))
 
     @classmethod
     def _blank(cls) -> Tokenizer:
@@ -423,6 +421,13 @@ class Tokenizer:
         import asyncio
 
         return await asyncio.to_thread(self.encode_batch, input, is_pretokenized, add_special_tokens)
+
+    async def async_encode_batch_fast(self, input: Sequence[Any], is_pretokenized: bool = False,
+                                      add_special_tokens: bool = True) -> list[Any]:
+        """`encode_batch_fast` in a worker thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.encode_batch_fast, input, is_pretokenized, add_special_tokens)
 
     async def async_decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
         """`decode_batch` in a worker thread."""
@@ -941,15 +946,18 @@ class Tokenizer:
     def __str__(self) -> str:
         try:
             return str(self._twin())
-        except ImportError:
-            return repr(self)
+        except Exception:  # noqa: BLE001 - str() must not fail where tokenizers cannot load the file
+            return self._short_repr()
 
     def __repr__(self) -> str:
         # tokenizers' own repr (the whole pipeline), when the library is there to write it.
         try:
             return repr(self._twin())
-        except ImportError:
-            return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
+        except Exception:  # noqa: BLE001 - repr() must not fail where tokenizers cannot load the file
+            return self._short_repr()
+
+    def _short_repr(self) -> str:
+        return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
 
 
 # tokenizers' messages when an input cannot be extracted, by is_pretokenized: one sequence, and

@@ -185,6 +185,16 @@ def test_encode_bytes_matches_tiktoken():
         assert ours.decode_bytes(ours._encode_bytes(data)) == data
 
 
+def test_encode_bytes_on_the_general_regex_engine():
+    pat = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+    ranks = tiktoken.load.load_tiktoken_bpe(str(require_shared(VOCAB / "tiktoken" / "r50k_base.tiktoken")))
+    ref = tiktoken.Encoding("custom", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+    ours = ctk.Encoding("custom", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+    assert ours._engine.pattern == "regex"
+    for data in [b"hello   \xe2\x82", b"it's \xff", b"12 34\x80", b"a\n\n\xc3"]:
+        assert ours._encode_bytes(data) == ref._encode_bytes(data), data
+
+
 def test_registry_constructors_and_plugins(monkeypatch, tmp_path):
     from crayon_hf.tiktoken import registry
 
@@ -286,3 +296,33 @@ def test_load_tiktoken_bpe_errors_like_tiktoken(tmp_path):
     empty = tmp_path / "empty.tiktoken"
     empty.write_bytes(b"")
     assert ctk.load.load_tiktoken_bpe(str(empty)) == tiktoken.load.load_tiktoken_bpe(str(empty)) == {}
+
+
+# ---------------------------------------------------------------- the rest of the API
+
+
+def test_api_surface_matches_tokenizers():
+    missing = {a for a in dir(tokenizers.Tokenizer) if not a.startswith("__")} - set(dir(crayon_hf.Tokenizer))
+    assert missing <= {"from_pretrained"}  # from_pretrained: issue 20
+
+
+def test_encode_batch_fast_and_async_match_tokenizers():
+    import asyncio
+
+    ref, ours = both("bert_base_uncased")
+    for t in (ref, ours):
+        t.enable_padding(length=16)
+        t.add_tokens(["[XX]"])
+    batch = ["Hello [MASK] world [XX]", ("a b", "c d")]
+
+    def rows(encodings):
+        return [(e.ids, e.tokens, e.offsets, e.word_ids, e.type_ids, e.attention_mask, e.special_tokens_mask)
+                for e in encodings]
+
+    assert rows(ours.encode_batch_fast(batch)) == rows(ref.encode_batch_fast(batch))
+
+    async def run(t):
+        return (rows(await t.async_encode_batch(batch)), rows(await t.async_encode_batch_fast(batch)),
+                await t.async_decode_batch([[101, 7592, 102]]))
+
+    assert asyncio.run(run(ours)) == asyncio.run(run(ref))

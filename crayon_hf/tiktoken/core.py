@@ -499,7 +499,8 @@ class Encoding:
             return text[start:]
         import regex  # a pattern outside the native scanners: its pieces from the regex module
 
-        return regex.findall(self._pat_str, s)[-1].encode("utf-8")
+        *_, last = regex.finditer(self._pat_str, s)
+        return last.group().encode("utf-8")
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
         """Encodes a string with the regex split done in Python (needs the `regex` module)."""

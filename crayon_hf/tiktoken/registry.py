@@ -93,7 +93,7 @@ def _load_known(known: KnownEncoding) -> Encoding:
 ENCODING_CONSTRUCTORS: dict[str, Callable[[], dict[str, Any]]] | None = None
 
 _OPENAI_PLUGIN = "tiktoken_ext.openai_public"
-_P50K_URL = "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken"
+_RANK_FILE_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"  # tiktoken's source
 
 
 @functools.lru_cache
@@ -116,7 +116,7 @@ def _known_constructor(known: KnownEncoding) -> Callable[[], dict[str, Any]]:
         else:
             from crayon_hf.tiktoken.load import load_tiktoken_bpe
 
-            ranks = load_tiktoken_bpe(_P50K_URL, expected_hash=known.rank_sha256)
+            ranks = load_tiktoken_bpe(_RANK_FILE_URL.format(known.rank_file), expected_hash=known.rank_sha256)
         kwargs: dict[str, Any] = {
             "name": known.name,
             "pat_str": known.pat_str,

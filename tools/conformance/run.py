@@ -51,10 +51,13 @@ SDISTS = {
         "root": "tokenizers-0.23.3",
         "rundir": "bindings/python",
         # The files that build a Tokenizer or an AddedToken; the others test the components
-        # (models, normalizers, ...), which crayon-hf takes from tokenizers unchanged.
+        # (models, normalizers, ...), which crayon-hf takes from tokenizers unchanged, and
+        # tests/test_benchmarks.py times tokenizers (it needs pytest-benchmark).
         "args": [
             "tests/bindings/test_tokenizer.py",
             "tests/bindings/test_processors.py",
+            "tests/bindings/test_trainers.py",
+            "tests/implementations/test_base_tokenizer.py",
             "tests/test_serialization.py",
             "tests/test_freethreaded.py",
             "tests/documentation",
