@@ -49,6 +49,15 @@ class DecodeStream:
     first chunk is decoded in their context."""
 
     def __init__(self, ids: Sequence[int] | None = None, skip_special_tokens: bool = False) -> None:
+        """A stream primed with `ids` (none by default); `skip_special_tokens` leaves special
+        tokens out of the text, as ``decode(..., skip_special_tokens=True)`` does.
+
+        ```
+        >>> stream = DecodeStream()
+        >>> [stream.step(enc, i) for i in enc.encode("hello world")]
+        ['hello', ' world']
+        ```
+        """
         self.skip_special_tokens = skip_special_tokens
         self._ids: list[int] = list(ids) if ids else []
         self._prefix = ""
@@ -303,6 +312,8 @@ class EncodeStream(_Windows):
     memory is bounded by the longest stretch without a word boundary, not by the input."""
 
     def feed(self, text: str) -> list[int]:
+        """Feeds the next piece of text; returns the ids that no later text can change (maybe
+        none yet)."""
         return self._emit() if self._add(text) else []
 
     def feed_bytes(self, data: bytes) -> list[int]:
@@ -343,14 +354,17 @@ class ParallelEncoder(_Windows):
         self.block_chars = max(64, int(block_chars))
 
     def feed(self, text: str) -> Any:
+        """Feeds the next piece of text; returns the ids final so far as a uint32 array."""
         import numpy as np
 
         return self._emit() if self._add(text) else np.zeros(0, dtype=np.uint32)
 
     def feed_bytes(self, data: bytes) -> Any:
+        """As `feed`, for UTF-8 bytes that may end inside a character."""
         return self.feed(self._decoder.decode(bytes(data), final=False))
 
     def finish(self) -> Any:
+        """The remaining ids as a uint32 array; the encoder may then encode a new text."""
         import numpy as np
 
         return self._finish().astype(np.uint32)

@@ -83,6 +83,17 @@ def _load_known(known: KnownEncoding) -> Encoding:
 
 
 def get_encoding(encoding_name: str) -> Encoding:
+    """Returns the bundled encoding `encoding_name` (``"cl100k_base"``, ``"o200k_base"``, ...),
+    built offline from the rank file shipped with crayon-hf and cached as a cartridge; later calls
+    return the same object. Raises ``ValueError`` for an unknown or unbundled name, saying how to
+    build it with ``crayon convert``.
+
+    ```
+    >>> enc = get_encoding("cl100k_base")
+    >>> enc.encode("hello world")
+    [15339, 1917]
+    ```
+    """
     if not isinstance(encoding_name, str):
         raise ValueError(f"Expected a string in get_encoding, got {type(encoding_name)}")
     if encoding_name in ENCODINGS:
