@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from crayon_hf.tiktoken._encodings import BUNDLED
 
 if TYPE_CHECKING:
-    from crayon_hf.tiktoken.core import Encoding as TiktokenEncoding
+    import crayon_hf.tiktoken
     from crayon_hf.tokenizer import Tokenizer
 
 
-def load(spec: str | os.PathLike[str], *, pattern: str | None = None) -> TiktokenEncoding | Tokenizer:
+def load(spec: str | os.PathLike[str], *, pattern: str | None = None) -> crayon_hf.tiktoken.Encoding | Tokenizer:
     """Loads any tokenizer by name or path.
 
     `spec` is a bundled tiktoken encoding name (``"cl100k_base"``, ``"o200k_base"``, ...), a
@@ -40,7 +40,8 @@ def load(spec: str | os.PathLike[str], *, pattern: str | None = None) -> Tiktoke
     return load_tokenizer(os.fspath(spec), pattern=pattern, label="crayon_hf.load")
 
 
-def load_tokenizer(spec: str, *, pattern: str | None = None, label: str = "--tokenizer") -> TiktokenEncoding | Tokenizer:
+def load_tokenizer(spec: str, *, pattern: str | None = None,
+                   label: str = "--tokenizer") -> crayon_hf.tiktoken.Encoding | Tokenizer:
     """A ``crayon_hf.tiktoken.Encoding`` for a name, rank file or tiktoken cartridge; a
     ``crayon_hf.Tokenizer`` for a tokenizer.json, a folder with one, a SentencePiece model, or a
     tokenizer.json cartridge. `label` names the caller in error messages."""

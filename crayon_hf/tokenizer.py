@@ -78,6 +78,7 @@ class AddedToken:
         normalized: bool = True,
         special: bool = False,
     ) -> None:
+        """A token with the text `content` and the matching flags described on the class."""
         self.content = content
         self.single_word = single_word
         self.lstrip = lstrip
@@ -120,10 +121,11 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ construction
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        """Not a constructor: a tokenizer is always loaded from a file or a string. Use
-        `Tokenizer.from_file`, `from_str`, `from_buffer` or `from_cartridge` (or
-        `crayon_hf.load`); to build a new vocabulary, `crayon_hf.train_bpe`. Raises ``TypeError``."""
+    def __init__(self, model: Any = None) -> None:
+        """Not supported: where `tokenizers.Tokenizer(model)` assembles a pipeline in Python, a
+        crayon-hf tokenizer is always loaded from a file or a string, so this raises ``TypeError``.
+        Use `Tokenizer.from_file`, `from_str`, `from_buffer` or `from_cartridge` (or
+        `crayon_hf.load`); to learn a new vocabulary, `crayon_hf.train_bpe`."""
         raise TypeError(
             "build a crayon_hf.Tokenizer with Tokenizer.from_file(path), from_str(json), "
             "from_buffer(bytes) or from_cartridge(path)"

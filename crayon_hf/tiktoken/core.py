@@ -27,6 +27,20 @@ _NATIVE = "native"
 
 
 class Encoding:
+    """A tiktoken encoding (``tiktoken.Encoding``'s API and results) on a cartridge.
+
+    Get one with `get_encoding(name)` (bundled, offline), `Encoding.from_cartridge(path)`, or the
+    constructor (a rank file's ``mergeable_ranks`` and a split pattern, as in tiktoken). Besides
+    tiktoken's attributes (`name`, `max_token_value`, `n_vocab`, ...), ``crayon_backend`` is
+    ``"native"``, or ``"fallback: ..."`` when the split pattern runs on the real tiktoken.
+
+    ```
+    >>> enc = get_encoding("cl100k_base")
+    >>> enc.decode(enc.encode("hello world"))
+    'hello world'
+    ```
+    """
+
     def __init__(
         self,
         name: str,
