@@ -61,3 +61,13 @@ def test_block_runs(path, line, code, tmp_path):
     out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, f"{path.relative_to(ROOT)}:{line} failed:\n{code}\n{out.stdout}\n{out.stderr}"
+
+
+def test_relative_links_resolve():
+    missing = []
+    for path in DOCUMENTS:
+        for m in re.finditer(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
+            target = m.group(1)
+            if "://" not in target and not (path.parent / target).exists():
+                missing.append(f"{path.relative_to(ROOT)}: {target}")
+    assert not missing, missing
