@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
 
 REPLACEMENT = "\ufffd"
 
@@ -353,17 +356,17 @@ class ParallelEncoder(_Windows):
         self.threads = threads
         self.block_chars = max(64, int(block_chars))
 
-    def feed(self, text: str) -> Any:
+    def feed(self, text: str) -> np.ndarray:
         """Feeds the next piece of text; returns the ids final so far as a uint32 array."""
         import numpy as np
 
         return self._emit() if self._add(text) else np.zeros(0, dtype=np.uint32)
 
-    def feed_bytes(self, data: bytes) -> Any:
+    def feed_bytes(self, data: bytes) -> np.ndarray:
         """As `feed`, for UTF-8 bytes that may end inside a character."""
         return self.feed(self._decoder.decode(bytes(data), final=False))
 
-    def finish(self) -> Any:
+    def finish(self) -> np.ndarray:
         """The remaining ids as a uint32 array; the encoder may then encode a new text."""
         import numpy as np
 
@@ -426,7 +429,7 @@ class ParallelEncoder(_Windows):
         return np.concatenate(pieces).astype(np.uint32) if pieces else empty
 
 
-def encode_iter(tokenizer: Any, chunks: Any):
+def encode_iter(tokenizer: Any, chunks: Iterable[str | bytes]) -> Iterator[int]:
     """Yields the ids of the text the chunks make up, as they become final."""
     stream = EncodeStream(tokenizer)
     for chunk in chunks:
