@@ -188,7 +188,6 @@ def test_encode_batch_to_numpy_on_every_face():
     _check_flat(tok.encode_batch_to_numpy(TEXTS), [e.ids for e in tok.encode_batch(TEXTS)])
 
     require_module("transformers")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     ct = crayon_hf.CrayonTokenizer.from_pretrained(str(folder))
     for add in (True, False):
         expected = ct(TEXTS, add_special_tokens=add, return_offsets_mapping=True)
