@@ -450,6 +450,9 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
             t["id"] = vocab[t["content"]]
         plan.added_tokens.append(t)
         n_ids = max(n_ids, int(t["id"]) + 1)
+    if n_ids == 0:
+        # Valid for tokenizers (`Tokenizer(BPE())` before any token is added); a cartridge needs ids.
+        raise Unsupported("model.vocab", "the model's vocabulary is empty and no token is added")
     plan.n_ids = n_ids
     plan.vocab_strings += [None] * (n_ids - len(plan.vocab_strings))
     if plan.kind == "bpe_bytes":

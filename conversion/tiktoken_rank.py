@@ -92,11 +92,16 @@ def build_tiktoken_cartridge(
 ) -> bytes:
     """Compiles an encoding definition into a cartridge image (bytes)."""
     pattern, _ = split_mode(pat_str)
+    meta = meta_json(name=name, pat_str=pat_str, explicit_n_vocab=explicit_n_vocab, source=source)
+    if b"" in mergeable_ranks:
+        # tiktoken accepts an empty token (a published rank file has one): it has an id, which
+        # `encode_single_token(b"")` returns, but no text ever encodes to it.
+        meta = json.dumps({**json.loads(meta), "empty_token": mergeable_ranks[b""]}, ensure_ascii=False, sort_keys=True)
     return native.build_tiktoken_cartridge(
         dict(mergeable_ranks),
         dict(special_tokens),
         pattern,
-        meta_json(name=name, pat_str=pat_str, explicit_n_vocab=explicit_n_vocab, source=source),
+        meta,
         pat_str=pat_str if pattern == "regex" else "",
     )
 

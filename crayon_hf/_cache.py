@@ -1,6 +1,8 @@
 """The on-disk cache of compiled cartridges, shared by every process on the machine.
 
-Location: ``$CRAYON_HF_CACHE`` if set, else ``~/.cache/crayon_hf``. Files are written to a
+Location: ``$CRAYON_HF_CACHE`` if set, else ``~/.cache/crayon_hf``. A cache that cannot be written
+(read-only, full, a read-only root in a container) never stops a load: ``store`` warns once per
+directory and the caller keeps the compiled cartridge in memory. Files are written to a
 temporary name in the same directory and renamed into place, so parallel workers racing to
 build the same cartridge never see a half-written file (the rename is atomic; the last writer wins
 with identical content).
@@ -8,9 +10,16 @@ with identical content).
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
+import threading
+import warnings
 from pathlib import Path
+
+logger = logging.getLogger("crayon_hf")
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
 
 
 def cache_dir() -> Path:
@@ -38,3 +47,27 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def store(path: str | os.PathLike[str], data: bytes) -> bool:
+    """``atomic_write``, or False when the cache cannot take the file (read-only, full, ...): then
+    one warning per directory per process, and the caller keeps ``data`` in memory instead."""
+    try:
+        atomic_write(path, data)
+        return True
+    except OSError as e:
+        directory = str(Path(path).parent)
+        with _warned_lock:
+            first = directory not in _warned
+            _warned.add(directory)
+        if first:
+            warnings.warn(
+                f"crayon-hf: cannot write to the cache directory {directory} ({e}); compiled tokenizers are "
+                "kept in memory and recompiled in each process. Set CRAYON_HF_CACHE to a writable directory "
+                "to keep them.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        else:
+            logger.debug("cannot write %s: %s", path, e)
+        return False

@@ -1,11 +1,17 @@
 """Progress on stderr for long jobs (encode-corpus, train): tqdm when installed, else one
-rewritten line at most twice a second. Byte counts show as a share of the total and MiB/s."""
+rewritten line at most twice a second. Byte counts show as a share of the total and MiB/s.
+First-ever compiles of a vocabulary that take over a second say so (compile_progress)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
+import threading
 import time
-from typing import Any
+from typing import Any, Iterator
+
+logger = logging.getLogger("crayon_hf")
 
 
 class Progress:
@@ -59,3 +65,41 @@ class Progress:
             self._bar.close()
         else:
             self._line(time.perf_counter(), end="\n")
+
+
+@contextlib.contextmanager
+def compile_progress(what: str, after: float = 1.0) -> Iterator[None]:
+    """Shows that a first-ever compile is running when it takes longer than `after` seconds: an
+    INFO record on the package logger ("crayon_hf") and, when tqdm is installed and stderr is a
+    terminal, a bar counting seconds until it ends. Quick compiles (and cached loads) show nothing."""
+    done = threading.Event()
+    start = time.perf_counter()
+    shown: list[Any] = []
+
+    def watch() -> None:
+        if done.wait(after):
+            return
+        logger.info("crayon-hf: %s (first load; the cartridge is cached afterwards)", what)
+        if not sys.stderr.isatty():
+            return  # a log file gets the logger's records, not a bar redrawn twice a second
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        bar = tqdm(desc=f"crayon-hf: {what}", unit="s", file=sys.stderr, bar_format="{desc}: {elapsed}")
+        shown.append(bar)
+        while not done.wait(0.5):
+            bar.refresh()
+
+    watcher = threading.Thread(target=watch, name="crayon-hf compile progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+        for bar in shown:
+            bar.close()
+        elapsed = time.perf_counter() - start
+        if elapsed >= after:
+            logger.info("crayon-hf: %s took %.1f s", what, elapsed)

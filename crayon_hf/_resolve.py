@@ -67,7 +67,7 @@ def load_tokenizer(spec: str, *, pattern: str | None = None,
     if kind is FileKind.CARTRIDGE:
         from crayon_hf._native import native
 
-        if any(s["id"] == "HFHD" for s in native.cartridge_info(spec, False)["sections"]):
+        if "HFHD" in native.Cartridge.open(spec).section_ids:
             from crayon_hf.tokenizer import Tokenizer
 
             return Tokenizer.from_file(spec)

@@ -20,6 +20,8 @@ for step, so the chunks are the same.
 
 from __future__ import annotations
 
+import copy
+
 import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
@@ -90,6 +92,10 @@ class DecodeStream:
         self._prefix = decode(self._ids)
         self._prefix_index = kept
         return new_text
+
+    def __copy__(self) -> DecodeStream:
+        # An independent stream from the same point, as copying tokenizers' DecodeStream gives.
+        return copy.deepcopy(self)
 
     def __repr__(self) -> str:
         return f"DecodeStream(skip_special_tokens={self.skip_special_tokens}, pending={len(self._ids)} ids)"

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from crayon_hf._cache import atomic_write, cache_dir
+from crayon_hf._cache import atomic_write, cache_dir, store
+from crayon_hf._progress import compile_progress
 from crayon_hf._hf.decoders import ByteLevelDecoder, build_decoder, decode_ids, skip_ids
 from crayon_hf._hf.encoding import Encoding
 from crayon_hf._hf.errors import UnsupportedComponent
@@ -60,31 +61,68 @@ class BatchArrays(NamedTuple):
 
 
 class AddedToken:
-    """A token to add with `Tokenizer.add_tokens` / `add_special_tokens`, with
-    `tokenizers.AddedToken`'s fields (that class is accepted too).
+    """`tokenizers.AddedToken`: a token added to a tokenizer with `Tokenizer.add_tokens` /
+    `add_special_tokens` (that class is accepted too).
 
     `single_word`: match only where the token is a whole word. `lstrip` / `rstrip`: the match
     takes the whitespace to its left / right. `normalized`: match in normalized text (the token's
-    content is normalized too) instead of the raw input. `special`: skipped by
-    ``decode(..., skip_special_tokens=True)``.
-    """
+    content is normalized too) instead of the raw input; as in tokenizers, it defaults to
+    `not special` until it is set explicitly, so a token made special (here or by
+    `add_special_tokens`) is matched in the raw text. `special`: skipped by
+    ``decode(..., skip_special_tokens=True)``."""
+
+    __slots__ = ("content", "single_word", "lstrip", "rstrip", "_normalized", "special")
 
     def __init__(
         self,
-        content: str,
+        content: str | None = None,
         single_word: bool = False,
         lstrip: bool = False,
         rstrip: bool = False,
-        normalized: bool = True,
+        normalized: bool | None = None,
         special: bool = False,
     ) -> None:
         """A token with the text `content` and the matching flags described on the class."""
-        self.content = content
+        self.content = "" if content is None else content
         self.single_word = single_word
         self.lstrip = lstrip
         self.rstrip = rstrip
-        self.normalized = normalized
+        self._normalized = normalized
         self.special = special
+
+    @property
+    def normalized(self) -> bool:
+        """Whether the token is matched in normalized text: `not special` until set explicitly."""
+        return (not self.special) if self._normalized is None else bool(self._normalized)
+
+    @normalized.setter
+    def normalized(self, value: bool) -> None:
+        self._normalized = bool(value)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.content, self.single_word, self.lstrip, self.rstrip, self.normalized, self.special)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(zip(("content", "single_word", "lstrip", "rstrip", "normalized", "special"), self._fields()))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)
+
+    def __eq__(self, other: object) -> bool:
+        # Equal to a `tokenizers.AddedToken` with the same fields too (that class defers to this
+        # method when compared with one of these).
+        try:
+            theirs = tuple(getattr(other, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized",
+                                                         "special"))
+        except AttributeError:
+            return NotImplemented
+        return self._fields() == theirs
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __str__(self) -> str:
+        return self.content
 
     def __repr__(self) -> str:
         return (
@@ -98,22 +136,37 @@ def _added_dict(token: Any, special: bool) -> dict[str, Any]:
         # tokenizers: plain strings added as special tokens are not normalized.
         return {"content": token, "single_word": False, "lstrip": False, "rstrip": False,
                 "normalized": not special, "special": special}
-    d = {k: getattr(token, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized")}
-    d["special"] = bool(special or getattr(token, "special", False))
-    if special:
+    d = {k: getattr(token, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized", "special")}
+    if special and not d["special"]:
+        # As in tokenizers, add_special_tokens marks the caller's token special; a `normalized`
+        # that was never set explicitly then follows it (False).
+        token.special = True
         d["special"] = True
+        d["normalized"] = bool(token.normalized)
+    d["special"] = bool(d["special"])
+    d["normalized"] = bool(d["normalized"])
     return d
 
 
+def _reference_tokens(tokens: Any) -> Any:
+    """`tokens` for the tokenizers library: this module's AddedTokens become tokenizers' own."""
+    if not isinstance(tokens, (list, tuple)) or not any(isinstance(t, AddedToken) for t in tokens):
+        return tokens
+    real = _reference().AddedToken
+
+    def convert(t: AddedToken) -> Any:
+        kwargs = t.__getstate__()
+        if t._normalized is None:
+            del kwargs["normalized"]  # left to follow `special`, as on the original
+        return real(**kwargs)
+
+    return [convert(t) if isinstance(t, AddedToken) else t for t in tokens]
+
+
 def _reference():
-    try:
-        import tokenizers
-    except ImportError as e:  # pragma: no cover - depends on the user's environment
-        raise ImportError(
-            "this tokenizer.json needs the `tokenizers` library for a component crayon-hf does not "
-            "run natively; install it with `pip install tokenizers`"
-        ) from e
-    return tokenizers
+    from crayon_hf import _references
+
+    return _references.tokenizers()
 
 
 class Tokenizer:
@@ -121,15 +174,13 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ construction
 
-    def __init__(self, model: Any = None) -> None:
-        """Not supported: where `tokenizers.Tokenizer(model)` assembles a pipeline in Python, a
-        crayon-hf tokenizer is always loaded from a file or a string, so this raises ``TypeError``.
-        Use `Tokenizer.from_file`, `from_str`, `from_buffer` or `from_cartridge` (or
-        `crayon_hf.load`); to learn a new vocabulary, `crayon_hf.train_bpe`."""
-        raise TypeError(
-            "build a crayon_hf.Tokenizer with Tokenizer.from_file(path), from_str(json), "
-            "from_buffer(bytes) or from_cartridge(path)"
-        )
+    def __init__(self, model: Any) -> None:
+        """`Tokenizer(model)`, as in tokenizers: a pipeline around a `tokenizers.models` object. It
+        runs natively once the pipeline is one the engine reproduces (components can be set
+        afterwards, as in tokenizers); until then on the tokenizers library, with a warning."""
+        ref = _reference().Tokenizer(model)
+        self.__dict__.update(Tokenizer._blank().__dict__)
+        self._adopt(ref)
 
     @classmethod
     def _blank(cls) -> Tokenizer:
@@ -139,7 +190,10 @@ class Tokenizer:
         self._backend = "native"
         self._json_cache = None
         self._cartridge_path = None
+        self._cartridge = None
+        self._image = None
         self._vocab_cache = None
+        self._shadowed = {}
         self._skip_cache = None
         self._encode_special_tokens = False
         self._truncation = None
@@ -177,7 +231,7 @@ class Tokenizer:
                 text = converted.read_bytes()
             except OSError:
                 text = convert_model(data, str(p)).encode("utf-8")
-                atomic_write(converted, text)
+                store(converted, text)
             return cls.from_buffer(text, source=str(p))
         return cls.from_buffer(data, source=str(p))
 
@@ -207,7 +261,15 @@ class Tokenizer:
         floats = "x" if exact_floats else ""
         target = cache_dir() / f"tokenizer-{digest[:32]}{floats}-g{_CACHE_GENERATION}.dat"
         if target.exists():
-            return cls.from_cartridge(target), "", ""
+            try:
+                tok = cls.from_cartridge(target)
+                if tok._engine is not None:
+                    # The deferred checks now (once per file and process): a damaged cache entry
+                    # is rebuilt here rather than failing the first encode.
+                    tok._engine.ready()
+                return tok, "", ""
+            except ValueError as e:
+                warnings.warn(f"crayon-hf: rebuilding damaged cached cartridge {target}: {e}", stacklevel=3)
         refusal = target.with_name(f"{target.stem}-s{SUPPORT_GENERATION}.unsupported")
         try:
             path, reason = json.loads(refusal.read_text(encoding="utf-8"))
@@ -222,27 +284,44 @@ class Tokenizer:
             plan = plan_native(data)
         except (Unsupported, UnsupportedComponent) as e:
             path, reason = getattr(e, "path", "?"), str(e)
-            atomic_write(refusal, json.dumps([path, reason]).encode("utf-8"))
+            store(refusal, json.dumps([path, reason]).encode("utf-8"))
             return None, path, reason
-        atomic_write(target, build_hf_cartridge(buffer, plan, {"source_sha256": digest}))
-        return cls.from_cartridge(target), "", ""
+        with compile_progress(f"compiling {source}"):
+            image = build_hf_cartridge(buffer, plan, {"source_sha256": digest})
+        if store(target, image):
+            return cls.from_cartridge(target), "", ""
+        return cls._from_image(image, f"<in-memory {source}>"), "", ""
 
     @classmethod
-    def from_cartridge(cls, path: str | os.PathLike[str]) -> Tokenizer:
-        """Maps a tokenizer.json cartridge written by `save_cartridge` or ``crayon convert``, in
-        well under a millisecond. Raises ``ValueError`` for a tiktoken cartridge (load those with
-        ``crayon_hf.tiktoken.Encoding.from_cartridge``) or a damaged file."""
+    def from_cartridge(cls, path: str | os.PathLike[str], verify: bool = False) -> Tokenizer:
+        """Maps a tokenizer.json cartridge. Loading reads its header, section table and META only
+        (O(1) in the vocabulary); the checksum and the table checks run once, on first use, and a
+        damaged file raises ValueError there. ``verify=True`` runs them now instead."""
         from crayon_hf._native import native
 
         self = cls._blank()
-        self._cartridge_path = str(Path(path).resolve())
-        info = native.cartridge_info(self._cartridge_path, True)
-        if not any(s["id"] == "HFHD" for s in info["sections"]):
+        self._cartridge_path = os.path.abspath(path)
+        return self._open(native.Cartridge.open(self._cartridge_path, verify), path, verify)
+
+    @classmethod
+    def _from_image(cls, image: bytes, label: str) -> Tokenizer:
+        """A cartridge image held in memory (the cache could not be written)."""
+        from crayon_hf._native import native
+
+        self = cls._blank()
+        self._image = image
+        return self._open(native.Cartridge.from_bytes(image, label, False), label, False)
+
+    def _open(self, cartridge: Any, path: Any, verify: bool) -> Tokenizer:
+        from crayon_hf._native import native
+
+        self._cartridge = cartridge
+        if "HFHD" not in cartridge.section_ids:
             raise ValueError(
                 f"{path} is not a tokenizer.json cartridge (it has no HFHD section); "
                 "load tiktoken cartridges with crayon_hf.tiktoken.Encoding.from_cartridge"
             )
-        meta = json.loads(native.section_bytes(self._cartridge_path, "META").decode("utf-8"))
+        meta = json.loads((cartridge.section("META") or b"{}").decode("utf-8"))
         if (meta.get("engine"), meta.get("format")) not in (("hf", 2), ("hf_bpe", 1)):
             raise ValueError(
                 f"{path}: unsupported tokenizer.json cartridge layout (engine {meta.get('engine')!r}, "
@@ -258,9 +337,125 @@ class Tokenizer:
         try:
             self._build_engine()
         except native.UnsupportedComponent as e:
-            source = native.section_bytes(self._cartridge_path, "TJSN")
-            return cls._fallback(source, self._component_path(str(e)), str(e))
+            source = self._cartridge.section("TJSN")
+            return type(self)._fallback(source, self._component_path(str(e)), str(e))
+        if verify:
+            self._engine.ready()
         return self
+
+    # ------------------------------------------------------------------ pipeline components
+
+    def _twin(self) -> Any:
+        """A `tokenizers.Tokenizer` in this tokenizer's exact state (the fallback's own, or one
+        built from `to_str()`)."""
+        if self._ref is not None:
+            return self._ref
+        twin = _reference().Tokenizer.from_str(self.to_str())
+        twin.encode_special_tokens = self._encode_special_tokens
+        return twin
+
+    def _adopt(self, ref: Any) -> None:
+        """Becomes the pipeline of `ref` (a `tokenizers.Tokenizer`): natively when the engine
+        reproduces it, else on `ref` itself with the fallback warning."""
+        buffer = ref.to_str().encode("utf-8")
+        tok, path, reason = Tokenizer._native(buffer, "tokenizer.json", exact_floats=True)
+        if tok is None:
+            tok = Tokenizer._blank()
+            tok._ref = ref
+            tok._backend = f"fallback: {path}"
+            warnings.warn(f"crayon-hf: {reason}; this tokenizer runs on the tokenizers library", stacklevel=4)
+        else:
+            tok._encode_special_tokens = ref.encode_special_tokens
+        # One assignment, so a thread encoding meanwhile sees the old state or the new, never a mix.
+        self.__dict__ = tok.__dict__
+
+    def _set_component(self, name: str, value: Any) -> None:
+        # Set on a tokenizers twin (which validates the value and raises tokenizers' errors), then
+        # rebuilt: natively if the new pipeline allows, else on the twin. Never ignored.
+        ref = self._twin()
+        setattr(ref, name, value)
+        if self._ref is not None:
+            return
+        self._adopt(ref)
+
+    @property
+    def model(self) -> Any:
+        """The model, as a `tokenizers.models` object (a copy for a natively run tokenizer:
+        changing its fields does not change this tokenizer; assign `tokenizer.model` instead)."""
+        return self._twin().model
+
+    @model.setter
+    def model(self, value: Any) -> None:
+        self._set_component("model", value)
+
+    @property
+    def normalizer(self) -> Any:
+        """The normalizer, as a `tokenizers.normalizers` object or None (see `model` on copies)."""
+        return self._twin().normalizer
+
+    @normalizer.setter
+    def normalizer(self, value: Any) -> None:
+        self._set_component("normalizer", value)
+
+    @property
+    def pre_tokenizer(self) -> Any:
+        """The pre-tokenizer, as a `tokenizers.pre_tokenizers` object or None (see `model`)."""
+        return self._twin().pre_tokenizer
+
+    @pre_tokenizer.setter
+    def pre_tokenizer(self, value: Any) -> None:
+        self._set_component("pre_tokenizer", value)
+
+    @property
+    def post_processor(self) -> Any:
+        """The post-processor, as a `tokenizers.processors` object or None (see `model`)."""
+        return self._twin().post_processor
+
+    @post_processor.setter
+    def post_processor(self, value: Any) -> None:
+        self._set_component("post_processor", value)
+
+    @property
+    def decoder(self) -> Any:
+        """The decoder, as a `tokenizers.decoders` object or None (see `model`)."""
+        return self._twin().decoder
+
+    @decoder.setter
+    def decoder(self, value: Any) -> None:
+        self._set_component("decoder", value)
+
+    def train(self, files: list[str], trainer: Any = None) -> None:
+        """Trains the model on `files` with a `tokenizers.trainers` trainer (on the tokenizers
+        library), then runs natively if the trained pipeline allows."""
+        ref = self._twin()
+        ref.train(files, trainer)
+        self._adopt(ref)
+
+    def train_from_iterator(self, iterator: Any, trainer: Any = None, length: int | None = None) -> None:
+        """Trains the model on an iterator of texts (or of batches of texts), as tokenizers does."""
+        ref = self._twin()
+        ref.train_from_iterator(iterator, trainer, length)
+        self._adopt(ref)
+
+    async def async_encode(self, sequence: Any, pair: Any = None, is_pretokenized: bool = False,
+                           add_special_tokens: bool = True) -> Any:
+        """`encode` in a worker thread (the native engine releases the GIL)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.encode, sequence, pair, is_pretokenized, add_special_tokens)
+
+    async def async_encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False,
+                                 add_special_tokens: bool = True) -> list[Any]:
+        """`encode_batch` in a worker thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.encode_batch, input, is_pretokenized, add_special_tokens)
+
+    async def async_decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
+        """`decode_batch` in a worker thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.decode_batch, sequences, skip_special_tokens)
 
     @classmethod
     def _fallback(cls, buffer: bytes, path: str, reason: str) -> Tokenizer:
@@ -297,20 +492,24 @@ class Tokenizer:
         from crayon_hf._native import native
 
         raw, normed = [], []
+        model = self._model_strings()
+        self._shadowed = {}  # id -> model string, for added tokens whose id the model gives another string
         for t in self._added:
-            if t.get("normalized", True):
-                normed.append((t["id"], self._normalize_for_match(t["content"]), t["special"], t["lstrip"],
-                               t["rstrip"], t["single_word"]))
-            else:
-                raw.append((t["id"], t["content"], t["special"], t["lstrip"], t["rstrip"], t["single_word"]))
+            text = self._normalize_for_match(t["content"]) if t.get("normalized", True) else t["content"]
+            shadow = t["id"] < len(model) and model[t["id"]] is not None and model[t["id"]] != text
+            if shadow:
+                self._shadowed[t["id"]] = model[t["id"]]
+            row = (t["id"], text, t["special"], t["lstrip"], t["rstrip"], t["single_word"], shadow)
+            (normed if t.get("normalized", True) else raw).append(row)
         from crayon_hf.conversion.hf_json import sentencepiece_shortcut
 
         normalizers, pre_tokenizers = self._components("normalizers"), self._meta["pre_tokenizers"]
         shortcut = None if normed else sentencepiece_shortcut(normalizers, pre_tokenizers)
         if shortcut is not None:
             normalizers, pre_tokenizers = shortcut
-        self._engine = native.HfEngine(self._cartridge_path, normalizers, pre_tokenizers, raw, normed)
+        self._engine = native.HfEngine(self._cartridge, normalizers, pre_tokenizers, raw, normed)
         self._vocab_cache = None
+        self._token_strings_cache = None
         self._skip_cache = None
         self._skip_mask_cache = None
         self._lazy = None
@@ -330,7 +529,7 @@ class Tokenizer:
         if self._json_cache is None:
             from crayon_hf._native import native
 
-            self._json_cache = json.loads(native.section_bytes(self._cartridge_path, "TJSN"))
+            self._json_cache = json.loads(self._cartridge.section("TJSN"))
         return self._json_cache
 
     def _data(self) -> dict[str, Any]:
@@ -360,14 +559,20 @@ class Tokenizer:
         """Writes the cartridge (.dat). Tokens added after load are compiled into the new file."""
         if self._ref is not None:
             raise ValueError(f"this tokenizer runs on the tokenizers library ({self._backend}); it has no cartridge")
-        if not self._overlay and self._cartridge_path:
-            atomic_write(path, Path(self._cartridge_path).read_bytes())
+        if not self._overlay and (self._cartridge_path or self._image is not None):
+            atomic_write(path, self._cartridge_bytes())
             return
         from crayon_hf.conversion.hf_json import build_hf_cartridge, plan_native
 
         text = json.dumps(self._data(), ensure_ascii=False).encode("utf-8")
         data = json.loads(text)
         atomic_write(path, build_hf_cartridge(text, plan_native(data), {}))
+
+    def _cartridge_bytes(self) -> bytes:
+        """The bytes of the cartridge this tokenizer maps (a file, or an image held in memory)."""
+        if self._image is not None:
+            return self._image
+        return Path(self._cartridge_path).read_bytes()
 
     def encode_stream(self) -> EncodeStream:
         """A stream: `feed(text)` / `feed_bytes(data)` return the ids final so far, `finish()` the
@@ -385,7 +590,7 @@ class Tokenizer:
     def __getstate__(self) -> dict[str, Any]:
         if self._ref is not None:
             return {"json": self._ref.to_str()}
-        if not self._overlay:
+        if not self._overlay and self._cartridge_path:
             return {"cartridge": self._cartridge_path, "truncation": self._truncation, "padding": self._padding,
                     "encode_special_tokens": self._encode_special_tokens}
         return {"json": self.to_str()}
@@ -406,7 +611,7 @@ class Tokenizer:
         if getattr(self, "_model_strings_cache", None) is None:
             from crayon_hf._native import native
 
-            self._model_strings_cache = json.loads(native.section_bytes(self._cartridge_path, "VSTR"))
+            self._model_strings_cache = json.loads(self._cartridge.section("VSTR"))
         return self._model_strings_cache
 
     def _model_vocab(self) -> dict[str, int]:
@@ -425,6 +630,19 @@ class Tokenizer:
                 strings[t["id"]] = self._normalize_for_match(t["content"]) if t.get("normalized", True) else t["content"]
             self._vocab_cache = strings
         return self._vocab_cache
+
+    def _token_strings(self) -> list[str | None]:
+        """Token strings by id as encodings show them: `_vocab()`, except that an id which is both a
+        model token and an added token with another string keeps the model's string (the added
+        token's matches carry their own text from the engine)."""
+        if not self._shadowed:
+            return self._vocab()
+        if getattr(self, "_token_strings_cache", None) is None:
+            strings = list(self._vocab())
+            for i, s in self._shadowed.items():
+                strings[i] = s
+            self._token_strings_cache = strings
+        return self._token_strings_cache
 
     def token_to_id(self, token: str) -> int | None:
         """The id of `token` (an added token or one of the model's), or None if it has none."""
@@ -503,14 +721,18 @@ class Tokenizer:
         were new. They live in an overlay: the mapped cartridge is never modified, and
         `save_cartridge` writes a new file with them compiled in."""
         if self._ref is not None:
-            return self._ref.add_tokens(tokens)
+            return self._ref.add_tokens(_reference_tokens(tokens))
         return self._add(tokens, special=False)
 
     def add_special_tokens(self, tokens: Sequence[Any]) -> int:
         """As `add_tokens`, marking the tokens special (skipped by ``decode`` with
         ``skip_special_tokens=True``; plain strings are then not normalized)."""
         if self._ref is not None:
-            return self._ref.add_special_tokens(tokens)
+            added = self._ref.add_special_tokens(_reference_tokens(tokens))
+            for t in tokens:
+                if isinstance(t, AddedToken):
+                    t.special = True  # as tokenizers marks the caller's tokens
+            return added
         return self._add(tokens, special=True)
 
     @property
@@ -624,7 +846,7 @@ class Tokenizer:
     @property
     def _vocab_lazy(self) -> Sequence[str | None]:
         # One object per tokenizer state: post-processors cache per-vocabulary tables by identity.
-        if self._vocab_cache is not None:
+        if self._vocab_cache is not None and not self._shadowed:
             return self._vocab_cache
         lazy = getattr(self, "_lazy", None)
         if lazy is None:
@@ -664,6 +886,27 @@ class Tokenizer:
             return self._ref.encode_batch(input, is_pretokenized, add_special_tokens)
         return self._encode_batch_with(input, is_pretokenized, add_special_tokens, self._truncation, self._padding,
                                        self._encode_special_tokens)
+
+    def encode_batch_fast(self, input: Sequence[Any], is_pretokenized: bool = False,
+                          add_special_tokens: bool = True) -> list[Any]:
+        """`encode_batch` without offsets, as tokenizers' `encode_batch_fast`: the tokens of the
+        text have offsets (0, 0), an empty string and no word index; those the post-processor and
+        padding add are as in `encode_batch`."""
+        if self._ref is not None:
+            return self._ref.encode_batch_fast(input, is_pretokenized, add_special_tokens)
+        out = []
+        for x in input:
+            a, b = _batch_item(x, is_pretokenized)
+            try:
+                first = _without_offsets(self._raw(a, is_pretokenized, 0), 0)
+                second = _without_offsets(self._raw(b, is_pretokenized, 1), 1) if b is not None else None
+            except UnicodeEncodeError:
+                raise TypeError(_SEQUENCE_ERROR[is_pretokenized] if b is not None
+                                else _INPUT_ERROR[is_pretokenized]) from None
+            out.append(post_process(first, second, add_special_tokens, self._truncation, None, self._processor))
+        if self._padding is not None:
+            pad_encodings(out, self._padding)
+        return out
 
     def encode_batch_to_numpy(self, input: Sequence[str], add_special_tokens: bool = True) -> BatchArrays:
         """`encode_batch(input, add_special_tokens=...)` as three flat arrays, without an `Encoding`
@@ -781,8 +1024,18 @@ class Tokenizer:
             return self._ref.post_process(encoding, pair, add_special_tokens)
         return post_process(encoding, pair, add_special_tokens, self._truncation, self._padding, self._processor)
 
+    def __str__(self) -> str:
+        try:
+            return str(self._twin())
+        except ImportError:
+            return repr(self)
+
     def __repr__(self) -> str:
-        return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
+        # tokenizers' own repr (the whole pipeline), when the library is there to write it.
+        try:
+            return repr(self._twin())
+        except ImportError:
+            return f"crayon_hf.Tokenizer(vocab_size={self.get_vocab_size()}, crayon_backend={self._backend!r})"
 
 
 # tokenizers' messages when an input cannot be extracted, by is_pretokenized: one sequence, and
@@ -813,8 +1066,17 @@ def _flatten(encodings: Sequence[Any]) -> BatchArrays:
     return BatchArrays(ids, offsets, doc_offsets)
 
 
+def _without_offsets(raw: Encoding, type_id: int) -> Encoding:
+    """A raw encoding as tokenizers' fast path leaves it: ids only (offsets 0, tokens '', no words)."""
+    n = len(raw.ids_array)
+    return Encoding.from_arrays(raw.ids_array, np.zeros((n, 2), np.int64), None, None, None, type_id, [""] * n)
+
+
 def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:
     """One input of `encode_batch` as (sequence, pair or None), with tokenizers' type errors."""
+    if isinstance(x, np.ndarray):
+        # A row of a 2-D numpy array of str: (text, pair), or the words of a pre-tokenized input.
+        x = x.tolist()
     if not is_pretokenized:
         if isinstance(x, str):
             return x, None
@@ -842,7 +1104,7 @@ class _LazyVocab(Sequence):
         self._tok = tok
 
     def __getitem__(self, i):  # type: ignore[override]
-        return self._tok._vocab()[i]
+        return self._tok._token_strings()[i]
 
     def __len__(self) -> int:
-        return len(self._tok._vocab())
+        return len(self._tok._token_strings())

@@ -101,6 +101,10 @@ class CrayonTokenizer(TokenizersBackend):
         original = cls._crayon_original
         if original is None and entry is not None and entry.get("tokenizer_class"):
             original = _class_named(entry["tokenizer_class"])
+        if original is not None and entry is not None and not inputs:
+            fast = _restore(pretrained_model_name_or_path, original, entry, kwargs)
+            if fast is not None:
+                return fast
         if original is None:
             from transformers import AutoTokenizer
 
@@ -110,6 +114,43 @@ class CrayonTokenizer(TokenizersBackend):
         else:
             stock = original.from_pretrained(pretrained_model_name_or_path, *inputs, **kwargs)
         return _accelerate(stock, pretrained_model_name_or_path, entry, kwargs, explicit=True)
+
+    # The stock backend. An instance restored from crayon_state.json (see _pretrained_state) has
+    # none until something reads it: then it is built, once, from the cartridge's exact copy of
+    # tokenizer.json. Instances loaded the stock way keep theirs in __dict__ as usual.
+    @property
+    def _tokenizer(self) -> Any:
+        backend = self.__dict__.get("_tokenizer")
+        if backend is None and "_crayon_lazy" in self.__dict__:
+            backend = self._crayon_build_backend()
+        return backend
+
+    @_tokenizer.setter
+    def _tokenizer(self, value: Any) -> None:
+        self.__dict__["_tokenizer"] = value
+
+    def _crayon_build_backend(self) -> Any:
+        with self._crayon_lock:
+            backend = self.__dict__.get("_tokenizer")
+            if backend is None:
+                from tokenizers import Tokenizer as Backend
+
+                backend = Backend.from_str(self._crayon._cartridge.section("TJSN").decode("utf-8"))
+                backend.encode_special_tokens = self.split_special_tokens  # as TokenizersBackend.__init__
+                self._crayon_size = backend.get_vocab_size(True)
+                self.__dict__["_tokenizer"] = backend
+            return backend
+
+    def _crayon_derive(self, name: str) -> Any:
+        """A vocabulary copy restored lazily (`_vocab`, `_merges`, ...), from the cartridge's
+        tokenizer.json."""
+        from crayon_hf._pretrained_state import derive
+
+        with self._crayon_lock:
+            if name not in self.__dict__:
+                source = json.loads(self._crayon._cartridge.section("TJSN"))
+                self.__dict__[name] = derive(self.__dict__["_crayon_lazy"][name], source)
+            return self.__dict__[name]
 
     def _crayon_setup(self, cartridge: str | None = None) -> None:
         self._crayon_lock = threading.RLock()
@@ -157,7 +198,8 @@ class CrayonTokenizer(TokenizersBackend):
         """The native tokenizer for `method`, or None where the backend must run it."""
         if method in self._crayon_skip:
             return None
-        if self._crayon_size != self._tokenizer.get_vocab_size(True):
+        backend = self.__dict__.get("_tokenizer")  # not built yet: nothing was added to it
+        if backend is not None and self._crayon_size != backend.get_vocab_size(True):
             with self._crayon_lock:  # tokens added on the backend directly
                 self._crayon_sync()
         return self._crayon
@@ -413,6 +455,13 @@ class CrayonTokenizer(TokenizersBackend):
             files = files + (str(module),)
         with open(config_file, "w", encoding="utf-8") as f:
             f.write(json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        if entry["cartridge"] is not None and not prefix:
+            from crayon_hf._pretrained_state import STATE_FILE, write_state
+
+            # The state the stock load of this folder gives, for from_pretrained to restore
+            # without building the backend (see _pretrained_state).
+            if write_state(save_directory, self._crayon_original or TokenizersBackend, self._crayon_digest):
+                files = files + (str(Path(save_directory) / STATE_FILE),)
         return files
 
     def _crayon_cartridge_to(self, target: Path) -> None:
@@ -422,7 +471,7 @@ class CrayonTokenizer(TokenizersBackend):
         engine = self._crayon
         if engine._overlay:
             engine = Tokenizer.from_buffer(self._tokenizer.to_str().encode("utf-8"))
-        atomic_write(target, Path(engine._cartridge_path).read_bytes())
+        atomic_write(target, engine._cartridge_bytes())
 
     # ------------------------------------------------------------------ pickling
 
@@ -430,13 +479,18 @@ class CrayonTokenizer(TokenizersBackend):
         """Pickled as the original class's state plus a reference to the cartridge (path and
         checksum); the child maps the same file, or recompiles the backend's state where the file
         is not there (another host) -- never a copy of the cartridge in the pickle."""
+        if "_crayon_lazy" in self.__dict__:  # restored without a backend: complete the state first
+            self._tokenizer
+            for name in self.__dict__["_crayon_lazy"]:
+                getattr(self, name)
         state = {k: v for k, v in self.__dict__.items() if not k.startswith("_crayon")}
         ref = None
         if self._crayon is not None:
             from crayon_hf._native import native
 
             path = self._crayon._cartridge_path
-            ref = (path, native.cartridge_info(path, False)["checksum"], self._crayon_digest)
+            if path is not None:  # None: compiled in memory (the cache could not be written)
+                ref = (path, native.Cartridge.open(path).checksum, self._crayon_digest)
         return (_unpickle, (self._crayon_original or TokenizersBackend, state, ref))
 
 
@@ -449,7 +503,7 @@ def _unpickle(original: type, state: dict[str, Any], ref: tuple[str, int, str] |
         from crayon_hf._native import native
 
         try:
-            if native.cartridge_info(ref[0], False)["checksum"] == ref[1]:
+            if native.Cartridge.open(ref[0]).checksum == ref[1]:
                 cartridge = ref[0]
         except ValueError:
             pass
@@ -531,6 +585,76 @@ def _cartridge_of(path: Any, entry: dict[str, Any] | None, kwargs: dict[str, Any
         return cached_file(path, name, _raise_exceptions_for_missing_entries=False, **hub)
     except (OSError, ValueError):
         return None
+
+
+class _Lazy:
+    """A class-level stand-in for an instance attribute that a restored instance derives on first
+    read (`_crayon_derive`); instances loaded the stock way hold the value in __dict__ as usual."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        if obj is None:
+            return self
+        d = obj.__dict__
+        if self.name in d:
+            return d[self.name]
+        if self.name in d.get("_crayon_lazy", ()):
+            return obj._crayon_derive(self.name)
+        raise AttributeError(self.name)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+    def __delete__(self, obj: Any) -> None:
+        del obj.__dict__[self.name]
+
+
+def _install_lazy_attributes() -> None:
+    from crayon_hf._pretrained_state import LAZY_NAMES
+
+    for name in LAZY_NAMES:
+        setattr(CrayonTokenizer, name, _Lazy(name))
+
+
+_install_lazy_attributes()
+
+
+def _restore(path: Any, original: type, entry: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+    """The tokenizer of a folder saved by crayon-hf, restored from its crayon_state.json without
+    building the stock backend; None when the state file is missing or does not match exactly."""
+    from crayon_hf._pretrained_state import read_state
+    from crayon_hf.tokenizer import Tokenizer
+
+    if not isinstance(path, (str, os.PathLike)) or not os.path.isdir(path):
+        return None
+    cartridge = _cartridge_of(path, entry, kwargs)
+    if cartridge is None or not isinstance(original, type) or not issubclass(original, TokenizersBackend):
+        return None
+    found = read_state(str(path), original, kwargs)
+    if found is None:
+        return None
+    state, lazy, digest = found
+    try:
+        engine = Tokenizer.from_cartridge(cartridge)
+    except ValueError:
+        return None
+    if engine._ref is not None or engine._meta.get("source_sha256") != digest:
+        return None
+    cls = _crayon_class(original)
+    tok = object.__new__(cls)
+    tok.__dict__.update(state)
+    tok._crayon_lazy = lazy
+    tok._crayon_lock = threading.RLock()
+    tok._crayon = engine
+    tok._crayon_skip = cls._crayon_deferred
+    deferred = sorted(tok._crayon_skip)
+    tok.crayon_backend = "native" if not deferred else f"native (except {', '.join(deferred)})"
+    tok._crayon_digest = digest
+    tok._crayon_size = None  # set when the backend is built (_engine compares only then)
+    tok._crayon_bpe = engine._meta.get("model", "bpe_bytes") in ("bpe_bytes", "bpe_chars")
+    return tok
 
 
 def _accelerate(stock: Any, path: Any, entry: dict[str, Any] | None, kwargs: dict[str, Any],

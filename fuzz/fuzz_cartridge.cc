@@ -2,6 +2,7 @@
 //
 //   bytes --Cartridge::from_bytes (structure only: the fuzzer skips the checksum)--> Cartridge
 //         --TiktokenEngine / HfEngine (with each pre-tokenizer pipeline a file could name)-->
+//         ready() (the checks deferred from load to first use, as the Python faces run them)-->
 //         encode and decode a few fixed texts, decode every id and a few out of range
 //
 // A file may be refused at any step, with an exception (CartridgeError, invalid_argument, ...):
@@ -44,6 +45,7 @@ const std::string_view kTexts[] = {
 
 void use_tiktoken(const std::shared_ptr<const Cartridge>& c) {
   const TiktokenEngine e(c);
+  e.ready();
   const std::vector<uint8_t> all(e.n_specials(), 1);
   std::vector<uint32_t> ids;
   std::string out;
@@ -67,6 +69,7 @@ void use_tiktoken(const std::shared_ptr<const Cartridge>& c) {
 
 void use_hf(const std::shared_ptr<const Cartridge>& c, HfPipeline pipeline) {
   const HfEngine e(c, std::move(pipeline));
+  e.ready();
   RawEncoding enc;
   for (std::string_view t : kTexts) {
     for (bool special_as_text : {false, true}) {

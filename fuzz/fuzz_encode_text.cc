@@ -19,8 +19,10 @@ using namespace crayon;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::vector<std::shared_ptr<const TiktokenEngine>> tik = [] {
     std::vector<std::shared_ptr<const TiktokenEngine>> v;
-    for (const std::string& img : fuzz_seeds::tiktoken_images())
+    for (const std::string& img : fuzz_seeds::tiktoken_images()) {
       v.push_back(std::make_shared<const TiktokenEngine>(Cartridge::from_bytes(img, "seed")));
+      v.back()->ready();
+    }
     return v;
   }();
   static const std::shared_ptr<const HfEngine> hf = [] {
@@ -28,7 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     PreTokenizerStep bl;
     bl.kind = PreTokenizerStep::Kind::kByteLevel;
     p.pre_tokenizers.push_back(bl);
-    return std::make_shared<const HfEngine>(Cartridge::from_bytes(fuzz_seeds::hf_image(), "seed"), std::move(p));
+    auto e = std::make_shared<const HfEngine>(Cartridge::from_bytes(fuzz_seeds::hf_image(), "seed"), std::move(p));
+    e->ready();
+    return e;
   }();
   std::string_view text(reinterpret_cast<const char*>(data), size);
   std::vector<uint32_t> ids;

@@ -122,22 +122,42 @@ def _restamp(data: bytearray) -> None:
     data[56:64] = struct.pack("<Q", checksum(bytes(data)))
 
 
+def _load_and_use(path, where: str, message: str) -> None:
+    """Loads `path` and encodes with it, checking that the ValueError naming `message` comes at
+    `where`: "load" (header and section table: O(1) checks) or "first use" (checksum and the
+    O(n_ids) table checks, deferred from load; docs/cartridge.md "Validation")."""
+    if where == "load":
+        with pytest.raises(ValueError, match=message):
+            tk.Encoding.from_cartridge(path)
+        return
+    enc = tk.Encoding.from_cartridge(path)
+    for _ in range(2):  # the failure is remembered: every use raises, none half-works
+        with pytest.raises(ValueError, match=message):
+            enc.encode("hello world")
+    with pytest.raises(ValueError, match=message):
+        enc.decode([1, 2])
+    # A second load of the same (unchanged) file fails again: only good files are remembered.
+    with pytest.raises(ValueError, match=message):
+        tk.Encoding.from_cartridge(path).encode_ordinary("hello")
+    # verify=True moves the same failure to load.
+    with pytest.raises(ValueError, match=message):
+        tk.Encoding.from_cartridge(path, verify=True)
+
+
 @pytest.mark.parametrize(
-    "mutate,message",
+    "mutate,message,where",
     [
-        (lambda d: d.__setitem__(slice(0, 8), b"NOTACART"), "bad magic"),
-        (lambda d: d.__setitem__(slice(8, 10), struct.pack("<H", 9)), "format version 9"),
-        (lambda d: d.__setitem__(len(d) // 2, d[len(d) // 2] ^ 0x10), "checksum mismatch"),
-        (lambda d: d.__delitem__(slice(len(d) - 100, len(d))), "truncated"),
-        (lambda d: d.__delitem__(slice(40, len(d))), "smaller than the 64-byte header"),
-        (lambda d: d.extend(b"\0" * 64), "truncated or padded"),
+        (lambda d: d.__setitem__(slice(0, 8), b"NOTACART"), "bad magic", "load"),
+        (lambda d: d.__setitem__(slice(8, 10), struct.pack("<H", 9)), "format version 9", "load"),
+        (lambda d: d.__setitem__(len(d) // 2, d[len(d) // 2] ^ 0x10), "checksum mismatch", "first use"),
+        (lambda d: d.__delitem__(slice(len(d) - 100, len(d))), "truncated", "load"),
+        (lambda d: d.__delitem__(slice(40, len(d))), "smaller than the 64-byte header", "load"),
+        (lambda d: d.extend(b"\0" * 64), "truncated or padded", "load"),
     ],
     ids=["magic", "version", "bitflip", "truncated", "tiny", "padded"],
 )
-def test_damaged_files_raise_value_error(saved, tmp_path, mutate, message):
-    path = _damaged(saved, tmp_path, mutate)
-    with pytest.raises(ValueError, match=message):
-        tk.Encoding.from_cartridge(path)
+def test_damaged_files_raise_value_error(saved, tmp_path, mutate, message, where):
+    _load_and_use(_damaged(saved, tmp_path, mutate), where, message)
 
 
 def _section_entry(data: bytearray, section: str) -> int:
@@ -169,6 +189,67 @@ def test_hostile_files_with_valid_checksum(saved, tmp_path, mutate, message):
     path = _damaged(saved, tmp_path, mutate_and_restamp)
     with pytest.raises(ValueError, match=message):
         tk.Encoding.from_cartridge(path)
+
+
+def _section_offset(data: bytearray, section: str) -> int:
+    return struct.unpack_from("<Q", data, _section_entry(data, section) + 8)[0]
+
+
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        # TOKO out of order (its ends still span TOKB): the encoders would take a negative length.
+        (lambda d: struct.pack_into("<I", d, _section_offset(d, "TOKO") + 4 * 300, 1 << 30), "TOKO offsets are not sorted"),
+        # A split naming a child whose bytes do not add up to the token.
+        (lambda d: struct.pack_into("<I", d, _section_offset(d, "BSPL") + 4 * 1000, 5), "BSPL/BSPR"),
+    ],
+    ids=["toko-order", "split"],
+)
+def test_hostile_tables_fail_at_first_use(saved, tmp_path, mutate, message):
+    """The O(n_ids) table checks run on first use (once per file), not at load: a crafted file with
+    a valid checksum loads, and then every use raises ValueError."""
+    def mutate_and_restamp(d):
+        mutate(d)
+        _restamp(d)
+
+    _load_and_use(_damaged(saved, tmp_path, mutate_and_restamp), "first use", message)
+
+
+def test_loading_reads_no_section(saved, tmp_path):
+    """Loading is O(1): a file whose every section is garbage (checksum re-stamped) but whose header,
+    table and META are intact loads; its first use refuses it."""
+    data = bytearray(saved.read_bytes())
+    for name in ("TOKO", "BSPL", "BSPR"):
+        at, size = _section_offset(data, name), struct.unpack_from("<Q", data, _section_entry(data, name) + 16)[0]
+        data[at + 4 : at + size - 4] = bytes(random.Random(1).randrange(256) for _ in range(size - 8))
+    _restamp(data)
+    path = tmp_path / "garbage.dat"
+    path.write_bytes(bytes(data))
+    enc = tk.Encoding.from_cartridge(path)
+    assert enc.n_vocab > 0
+    with pytest.raises(ValueError):
+        enc.encode("hello world")
+
+
+def test_replaced_by_rename_is_checked_again(saved, tmp_path):
+    """The memo of checked files is keyed by (dev, inode, size, mtime, ctime): a good file loaded and
+    used, then a damaged one renamed over it, is refused on first use; a good one renamed back works."""
+    path = tmp_path / "swap.dat"
+    good = saved.read_bytes()
+    path.write_bytes(good)
+    first = tk.Encoding.from_cartridge(path)
+    expected = first.encode("hello world")
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0x10
+    tmp = tmp_path / "swap.tmp"
+    tmp.write_bytes(bytes(bad))
+    os.replace(tmp, path)
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        tk.Encoding.from_cartridge(path).encode("hello world")
+    assert first.encode("hello world") == expected  # the old mapping is intact
+    tmp.write_bytes(good)
+    os.replace(tmp, path)
+    assert tk.Encoding.from_cartridge(path).encode("hello world") == expected
 
 
 def test_random_bitflips_never_crash(saved, tmp_path):

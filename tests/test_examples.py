@@ -30,6 +30,11 @@ def test_cartridge_roundtrip(tmp_path, with_rank_file):
     assert "mapped" in run_example("cartridge_roundtrip.py", *args, cwd=tmp_path)
 
 
+def test_swap_cartridges(tmp_path):
+    out = run_example("swap_cartridges.py", cwd=tmp_path)
+    assert out.count("mapped in") == 9 and "o200k_base.dat" in out
+
+
 def test_encode_corpus_to_numpy(tmp_path):
     src = require_shared(CORPORA / "en_botchan.txt")
     run_example("encode_corpus_to_numpy.py", str(src), str(tmp_path / "o.npy"), "cl100k_base", cwd=tmp_path)

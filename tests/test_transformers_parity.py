@@ -74,13 +74,51 @@ def give_pad_token(tok) -> None:
         tok.pad_token = tok.eos_token or (added[0] if added else tok.convert_ids_to_tokens(0))
 
 
-def load_fresh(folder: str):
-    """(ref, ours) straight from the folder, untouched."""
-    transformers = require_module("transformers")
+# True in tests/test_transformers_lazy.py: `ours` is then restored from a folder crayon-hf saved
+# (crayon_state.json + crayon.dat), with its stock backend not built until something reads it.
+LAZY = False
+_SAVED: dict[str, str] = {}
+
+
+def _saved_folder(folder: str, path: str) -> str:
+    """The folder as CrayonTokenizer.save_pretrained writes it, once per session."""
+    import tempfile
+
+    from crayon_hf.transformers import CrayonTokenizer
+
+    if folder not in _SAVED:
+        target = tempfile.mkdtemp(prefix=f"crayon-saved-{folder}-")
+        CrayonTokenizer.from_pretrained(path).save_pretrained(target)
+        _SAVED[folder] = target
+    return _SAVED[folder]
+
+
+def load_ours(folder: str):
+    """CrayonTokenizer.from_pretrained of the shared folder, or (LAZY) of its saved copy."""
     from crayon_hf.transformers import CrayonTokenizer
 
     path = str(require_shared(VOCAB / "hf" / folder / "tokenizer.json").parent)
-    return transformers.AutoTokenizer.from_pretrained(path), CrayonTokenizer.from_pretrained(path)
+    if not LAZY:
+        return CrayonTokenizer.from_pretrained(path)
+    saved = _saved_folder(folder, path)
+    ours = CrayonTokenizer.from_pretrained(saved)
+    if "_crayon_lazy" in ours.__dict__:
+        assert "_tokenizer" not in ours.__dict__, "restored with its backend already built"
+    return ours
+
+
+def load_fresh(folder: str):
+    """(ref, ours) straight from the folder, untouched. LAZY: both from the saved copy (the stock
+    load of a saved folder is not always the stock load of the original: Mistral's is not)."""
+    transformers = require_module("transformers")
+
+    path = str(require_shared(VOCAB / "hf" / folder / "tokenizer.json").parent)
+    if LAZY:
+        auto = transformers.AutoTokenizer
+        stock = auto._crayon_original_from_pretrained.__func__  # the unwrapped stock method
+        ours = load_ours(folder)
+        return stock(auto, _saved_folder(folder, path)), ours
+    return transformers.AutoTokenizer.from_pretrained(path), load_ours(folder)
 
 
 def load_pair(folder: str):
@@ -89,8 +127,10 @@ def load_pair(folder: str):
     if folder not in _LOADED:
         ref, ours = load_fresh(folder)
         # The backend states as loaded (the stock tokenizer leaves padding/truncation settings on
-        # its backend after each call, so this is only comparable now).
-        states = [json.loads(t.backend_tokenizer.to_str()) for t in (ref, ours)]
+        # its backend after each call, so this is only comparable now). LAZY: read from a twin, so
+        # that `ours` runs the tests with its backend not built yet.
+        twin = load_ours(folder) if LAZY else ours
+        states = [json.loads(t.backend_tokenizer.to_str()) for t in (ref, twin)]
         for t in (ref, ours):
             give_pad_token(t)
         _LOADED[folder] = (ref, ours, states)

@@ -45,6 +45,7 @@ NATIVE = ["qwen2_5", "gpt2", "bert_base_uncased", "t5_small"]
 # as a plain TokenizersBackend (BertTokenizer would rebuild its own normalizer): the fallback path.
 FALLBACK = ["bert_nmt"]
 CARTRIDGE = "crayon.dat"
+STATE = "crayon_state.json"  # the stock-loaded state, for loading without the backend (_pretrained_state)
 REMOTE_CODE = "crayon_tokenizer.py"
 
 EDGE_TEXTS = [
@@ -254,7 +255,7 @@ def test_save_pretrained_writes_cartridge_and_entry(name, saved, stock_saved):
     path, ref_path = saved[name], stock_saved[name]
     ref_files = set(os.listdir(ref_path))
     assert {"tokenizer.json", "tokenizer_config.json"} <= ref_files
-    assert set(os.listdir(path)) - {"config.json"} == ref_files | {CARTRIDGE}
+    assert set(os.listdir(path)) - {"config.json"} == ref_files | {CARTRIDGE, STATE}
     assert (path / "tokenizer.json").read_bytes() == (ref_path / "tokenizer.json").read_bytes()
 
     config, ref_config = config_of(path), config_of(ref_path)
@@ -275,7 +276,7 @@ def test_save_pretrained_returns_what_it_wrote(tmp_path):
     files = ours("gpt2").save_pretrained(tmp_path / "out")
     ref_files = stock("gpt2").save_pretrained(tmp_path / "stock")
     assert sorted(Path(f).name for f in files) == sorted(os.listdir(tmp_path / "out"))
-    assert {Path(f).name for f in files} == {Path(f).name for f in ref_files} | {CARTRIDGE}
+    assert {Path(f).name for f in files} == {Path(f).name for f in ref_files} | {CARTRIDGE, STATE}
 
 
 @pytest.mark.parametrize("name", FALLBACK)

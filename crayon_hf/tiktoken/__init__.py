@@ -17,6 +17,9 @@ from crayon_hf.tiktoken.registry import list_encoding_names as list_encoding_nam
 
 __version__ = "0.14.0"
 
+# Tells crayon_hf._references that this module is the face, not the reference library.
+__crayon_face__ = True
+
 __all__ = [
     "Encoding",
     "encoding_for_model",

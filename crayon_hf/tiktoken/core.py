@@ -74,12 +74,18 @@ class Encoding:
         self.__dict__["_special_tokens"] = special_tokens
 
     @classmethod
-    def from_cartridge(cls, path: str | os.PathLike[str]) -> Encoding:
-        """Maps a cartridge written by ``save_cartridge`` or ``crayon convert``."""
+    def from_cartridge(cls, path: str | os.PathLike[str], verify: bool = False) -> Encoding:
+        """Maps a cartridge written by ``save_cartridge`` or ``crayon convert``.
+
+        Loading reads the header, the section table and META only, whatever the vocabulary size;
+        the checksum and the O(n_vocab) table checks run once, on first use (a damaged file
+        raises ValueError there). ``verify=True`` runs them now instead."""
         path = os.fspath(path)
-        engine = native.TiktokenEngine.from_file(path)
+        engine = native.TiktokenEngine.from_file(path, verify)
         self = cls.__new__(cls)
         self._setup(engine, image=None, path=os.path.abspath(path))
+        if verify:
+            engine.ready()
         return self
 
     def _setup(self, engine: object, *, image: bytes | None, path: str | None) -> None:
@@ -92,6 +98,7 @@ class Encoding:
         self.name = meta["name"]
         self._pat_str = meta["pat_str"]
         self._explicit_n_vocab = meta.get("explicit_n_vocab")
+        self._empty_token = meta.get("empty_token")  # the rank of b"", when the ranks have one
         self.max_token_value = engine.n_ids - 1
         specials = engine.special_tokens()
         self._special_index = {text: i for i, (text, _) in enumerate(specials)}
@@ -338,6 +345,8 @@ class Encoding:
         """
         if isinstance(text_or_bytes, str):
             text_or_bytes = text_or_bytes.encode("utf-8")
+        if not text_or_bytes and self._empty_token is not None:
+            return self._empty_token
         token = self._engine.encode_single_token(text_or_bytes)
         if token < 0:
             raise KeyError(text_or_bytes)
@@ -481,7 +490,40 @@ class Encoding:
         """Encodes bytes with BPE alone, without a regex split or special tokens."""
         if isinstance(text_or_bytes, str):
             text_or_bytes = text_or_bytes.encode("utf-8")
+        if not text_or_bytes and self._empty_token is not None:
+            return [self._empty_token]
         return self._engine.encode_single_piece(text_or_bytes)
+
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """Encodes bytes that need not be valid UTF-8, as tiktoken does: the valid prefix is encoded
+        ordinarily; its last piece (with the whitespace-only tokens before it) and the rest of the
+        bytes are then BPE-encoded together, so ``decode_bytes`` gives the bytes back."""
+        if self._fallback is not None:
+            return self._fallback._encode_bytes(text)
+        try:
+            return self.encode_ordinary(text.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            valid, rest = text[: e.start], text[e.start :]
+        tokens = self.encode_ordinary(valid.decode("utf-8"))
+        unstable = len(self._engine.encode_single_piece(self._last_piece(valid))) if valid else 0
+        if unstable > 0 and _all_space(self.decode_single_token_bytes(tokens[-unstable])):
+            # A whitespace run before the last piece may merge with it once bytes follow.
+            while unstable < len(tokens) and _all_space(self.decode_single_token_bytes(tokens[-unstable - 1])):
+                unstable += 1
+        if unstable > 0:
+            rest = self.decode_bytes(tokens[-unstable:]) + rest
+            del tokens[-unstable:]
+        return tokens + self._engine.encode_single_piece(rest)
+
+    def _last_piece(self, text: bytes) -> bytes:
+        """The last pre-token of valid UTF-8 `text` under this encoding's split pattern."""
+        s = text.decode("utf-8")
+        if self._engine.pattern != "regex":
+            start = native.split_pieces(self._engine.pattern, s)[-1][0]
+            return text[start:]
+        import regex  # a pattern outside the native scanners: its pieces from the regex module
+
+        return regex.findall(self._pat_str, s)[-1].encode("utf-8")
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
         """Encodes a string with the regex split done in Python (needs the `regex` module)."""
@@ -595,6 +637,10 @@ def _surrogates_fixed(call: Any, text: Sequence[str]) -> Any:
         return call([_fix_surrogates(t) for t in texts])
 
 
+def _all_space(token: bytes) -> bool:
+    return all(b in b" \n\t" for b in token)
+
+
 def _fix_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
@@ -611,8 +657,10 @@ def _flat_arrays(lists: list[list[int]]) -> tuple[npt.NDArray[np.uint32], npt.ND
 
 def _tiktoken_twin(enc: Encoding) -> object:
     """The real tiktoken Encoding for a pattern the engine cannot run natively."""
+    from crayon_hf import _references
+
     try:
-        import tiktoken
+        tiktoken = _references.tiktoken()
     except ImportError as e:
         raise ValueError(
             f"encoding {enc.name!r} uses a split pattern crayon-hf cannot run natively yet, and the "

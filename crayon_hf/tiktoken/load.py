@@ -35,12 +35,64 @@ def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:
     return data
 
 
-def load_tiktoken_bpe(tiktoken_bpe_file: str, expected_hash: str | None = None) -> dict[bytes, int]:
-    """Reads a rank file (``base64(token) rank`` per line) into ``{token bytes: rank}``."""
-    from crayon_hf.conversion.tiktoken_rank import parse_rank_file
+def data_gym_to_mergeable_bpe_ranks(
+    vocab_bpe_file: str,
+    encoder_json_file: str,
+    vocab_bpe_hash: str | None = None,
+    encoder_json_hash: str | None = None,
+    clobber_one_byte_tokens: bool = False,
+) -> dict[bytes, int]:
+    """GPT-2's original files (``vocab.bpe`` merges and ``encoder.json``) as ``{token bytes: rank}``.
 
-    contents = read_file_cached(os.fspath(tiktoken_bpe_file), expected_hash)
-    return parse_rank_file(contents, os.fspath(tiktoken_bpe_file))
+    The 256 single bytes come first, printable ones (space excluded) in byte order, then the rest;
+    each merge line then adds one token. ``encoder.json`` must agree with the merges (its two
+    special tokens aside); ``clobber_one_byte_tokens`` takes the single-byte ranks from it."""
+    import json
+
+    printable = [b for b in range(256) if chr(b).isprintable() and chr(b) != " "]
+    others = [b for b in range(256) if b not in printable]
+    # data_gym spells each byte as one character: a printable byte as itself, the k-th other
+    # byte as chr(256 + k).
+    char_to_byte = {chr(b): b for b in printable}
+    char_to_byte.update({chr(256 + k): b for k, b in enumerate(others)})
+
+    def to_bytes(value: str) -> bytes:
+        return bytes(char_to_byte[c] for c in value)
+
+    ranks = {bytes([b]): rank for rank, b in enumerate(printable + others)}
+    merges_text = read_file_cached(vocab_bpe_file, vocab_bpe_hash).decode()
+    # The first line is a version header; the file ends with a newline.
+    next_rank = len(ranks)
+    for line in merges_text.split("\n")[1:-1]:
+        first, second = line.split()
+        ranks[to_bytes(first) + to_bytes(second)] = next_rank
+        next_rank += 1
+
+    encoder = {to_bytes(k): v for k, v in json.loads(read_file_cached(encoder_json_file, encoder_json_hash)).items()}
+    encoder.pop(b"<|endoftext|>", None)
+    encoder.pop(b"<|startoftext|>", None)
+    if clobber_one_byte_tokens:
+        ranks.update({k: v for k, v in encoder.items() if len(k) == 1})
+    # Ranks are merge priorities: the encoder's ids must be the merge order, or encoding is wrong.
+    assert ranks == encoder
+    return ranks
+
+
+def load_tiktoken_bpe(tiktoken_bpe_file: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """Reads a rank file (``base64(token) rank`` per line) into ``{token bytes: rank}``, accepting
+    exactly what tiktoken accepts (an empty token, spelled ``=``, included; an empty file gives {})."""
+    path = os.fspath(tiktoken_bpe_file)
+    contents = read_file_cached(path, expected_hash)
+    ranks: dict[bytes, int] = {}
+    for line in contents.splitlines():
+        if not line:
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+        except Exception as e:
+            raise ValueError(f"Error parsing line {line!r} in {path}") from e
+    return ranks
 
 
 def dump_tiktoken_bpe(bpe_ranks: dict[bytes, int], tiktoken_bpe_file: str) -> None:

@@ -9,14 +9,18 @@
 //   +------------------+ file_size
 //
 // The full specification (and the compatibility promise) is docs/cartridge.md. Loading maps the
-// file, checks every header field and section bound, verifies the XXH64 checksum over the whole
-// file and hands out typed views; nothing is parsed per token. Any problem is a CartridgeError
-// whose message names the file and what was wrong.
+// file and checks every header field and section bound: O(1) + O(section count), never a pass over
+// the file, so any cartridge opens in microseconds. Work proportional to the file (the XXH64
+// checksum, an engine's O(n_ids) table checks) is deferred to first use and done once (FirstUse,
+// check_cartridge_once below); `verify_checksum = true` does the hash at open instead. Any problem
+// is a CartridgeError whose message names the file and what was wrong.
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -68,13 +72,24 @@ struct CartridgeHeaderInfo {
   uint64_t checksum;
 };
 
+// Who a mapped file is: a file replaced by rename (new inode) or rewritten in place (new mtime and
+// ctime) is a different file. Key of the process-wide memo of files whose checksum was verified.
+struct FileIdentity {
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator<(const FileIdentity& o) const;
+};
+
 // A read-only cartridge. Holds the mapping (or an owned copy of the bytes) for its lifetime.
 class Cartridge {
  public:
-  // Maps and validates `path`. verify_checksum=false skips only the hash (used by `inspect` to
-  // report a bad checksum instead of refusing to show anything).
-  static std::shared_ptr<Cartridge> open(const std::string& path, bool verify_checksum = true);
-  // Validates an in-memory image (copied).
+  // Maps `path` and validates its header and section table (O(1) in the file size: nothing is
+  // read beyond the table, no page of a section is touched). verify_checksum=true also hashes
+  // the whole file now (`crayon inspect`, `convert --verify`, an explicit `verify=True`);
+  // otherwise the hash is left to the engines' ready(), which the Python faces call on first use.
+  static std::shared_ptr<Cartridge> open(const std::string& path, bool verify_checksum = false);
+  // Validates an in-memory image (copied). verify_checksum=false exempts it from the checksum for
+  // good (images this process just built; fuzz inputs, whose structure is what is under test).
   static std::shared_ptr<Cartridge> from_bytes(std::string bytes, const std::string& label,
                                                bool verify_checksum = true);
   // A cartridge stored as section `id` of `outer`, read in place (no copy). Its bytes are already
@@ -89,7 +104,18 @@ class Cartridge {
   const std::string& label() const { return label_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-  bool checksum_ok() const { return checksum_ok_; }
+  // Whether the stored checksum matches the bytes: hashes the whole file (under the SIGBUS guard)
+  // unless that was done already. For reports (`crayon inspect`); loading uses the next one.
+  bool checksum_ok() const;
+  // Throws CartridgeError unless the checksum matches (nested cartridges and from_bytes(.., false)
+  // images are exempt: their bytes are covered elsewhere).
+  void verify_checksum() const;
+  // The memo of files that passed every deferred check (checksum and an engine's table checks),
+  // keyed by file identity (dev, inode, size, mtime, ctime): loading the same unchanged file
+  // again, as swapping vocabularies does, skips them. A file replaced by rename or rewritten in
+  // place has a new identity and is checked again. In-memory images are never known good.
+  bool known_good() const;
+  void mark_good() const;
 
   const SectionInfo* find(uint32_t id) const;
   // The bytes of a section; throws CartridgeError when a required section is missing.
@@ -116,7 +142,50 @@ class Cartridge {
   std::shared_ptr<const Cartridge> outer_;  // keeps the enclosing cartridge alive (nested())
   CartridgeHeaderInfo header_{};
   std::vector<SectionInfo> sections_;
-  bool checksum_ok_ = false;
+  // 0 not computed yet, 1 matches, 2 does not; set under the checksum's own once-per-object rule.
+  mutable std::atomic<int> checksum_state_{0};
+  bool checksum_exempt_ = false;  // nested (the outer file's checksum covers it), or from_bytes(.., false)
+  bool has_identity_ = false;   // mapped from a file whose identity is in identity_
+  FileIdentity identity_;
+};
+
+// Runs the deferred checks of a cartridge once: skipped when the file is known good, else the
+// checksum, then `checks` (an engine's table checks), then the file is remembered as good.
+template <class F>
+void check_cartridge_once(const Cartridge& c, F&& checks) {
+  if (c.known_good()) return;
+  c.verify_checksum();
+  checks();
+  c.mark_good();
+}
+
+// Work deferred from load to first use, run exactly once whatever the number of threads asking:
+// the first caller runs it, the others wait; a failure is remembered and every later call throws
+// the same CartridgeError (so a hostile file fails on each use, never half-works).
+class FirstUse {
+ public:
+  template <class F>
+  void run(F&& f) const {
+    if (done_.load(std::memory_order_acquire)) {
+      if (!error_.empty()) throw CartridgeError(error_);
+      return;
+    }
+    std::call_once(once_, [&] {
+      try {
+        f();
+      } catch (const std::exception& e) {
+        error_ = e.what();
+        if (error_.empty()) error_ = "invalid cartridge";
+      }
+      done_.store(true, std::memory_order_release);
+    });
+    if (!error_.empty()) throw CartridgeError(error_);
+  }
+
+ private:
+  mutable std::once_flag once_;
+  mutable std::atomic<bool> done_{false};
+  mutable std::string error_;
 };
 
 // Runs f(), which reads a freshly mapped cartridge, so that a file truncated under the mapping

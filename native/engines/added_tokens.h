@@ -41,6 +41,9 @@ struct AddedToken {
   bool lstrip = false;
   bool rstrip = false;
   bool single_word = false;
+  // Report the matched text as the token's string even when it equals `content` (set where the
+  // id is also a model token with another string, which the model's own matches show).
+  bool show_text = false;
 };
 
 // One split of a sentence: an added token (token >= 0) or text (token == -1), [start, end) bytes.

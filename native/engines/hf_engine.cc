@@ -197,7 +197,7 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
 // the token's content (stripped whitespace included, as tokenizers shows it).
 void emit_added(const AddedToken& t, std::string_view matched, uint32_t start, uint32_t end, RawEncoding& out,
                 uint32_t& word) {
-  if (matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
+  if (t.show_text || matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
   out.push(t.id, start, end, word++);
 }
 
@@ -322,10 +322,7 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
       HfSegmentation seg;
       if (opts.char_level && c.find(kHGLU)) {
         seg.enabled = true;
-        seg.glue = c.array<uint32_t>(kHGLU, &seg.n_glue);
-        for (size_t i = 1; i < seg.n_glue; ++i) {
-          if (seg.glue[i - 1] >= seg.glue[i]) c.fail("HGLU is not sorted");
-        }
+        seg.glue = c.array<uint32_t>(kHGLU, &seg.n_glue);  // sorted: checked by ready()
       }
       bpe_ = std::make_unique<HfBpeModel>(vocab, merges, n_merges, self, h.n_ids, std::move(opts), seg);
       model_ = bpe_.get();
@@ -364,9 +361,7 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
       size_t n_ranks;
       const uint32_t* rank_to_id = c.array<uint32_t>(kHRID, &n_ranks);
       if (n_ranks != fast_->n_ids()) c.fail("HRID does not match the nested rank table");
-      for (size_t r = 0; r < n_ranks; ++r) {
-        if (rank_to_id[r] >= h.n_ids) c.fail("HRID maps a rank to an id out of range");
-      }
+      rank_to_id_ = rank_to_id;  // ids in range: checked by ready()
       bpe_->set_fast_path(fast_.get(), rank_to_id, static_cast<uint32_t>(n_ranks));
     }
     size_t n_off, n_blob, n_present;
@@ -376,9 +371,6 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
     if (n_off != size_t{h.n_ids} + 1 || n_present != h.n_ids || decode_offsets_[0] != 0 ||
         decode_offsets_[h.n_ids] != n_blob) {
       c.fail("the decode table does not match the vocabulary");
-    }
-    for (uint32_t i = 0; i < h.n_ids; ++i) {
-      if (decode_offsets_[i] > decode_offsets_[i + 1]) c.fail("the decode table's offsets are not sorted");
     }
   }
 
@@ -412,6 +404,41 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
   added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
 }
 
+void HfEngine::ready() const {
+  first_use_.run([this] {
+    const Cartridge& c = *cartridge_;
+    // Guarded like loading: the file may be truncated under the mapping before its first use.
+    guard_mapped_reads(c.label(), [&] { check_cartridge_once(c, [&] { check_tables(); }); });
+    // Precomputations that scan tables (safe once the checks passed; per engine, not per file).
+    if (bpe_) bpe_->prepare();  // unique_ptr: a non-const model inside this const engine, run once
+    if (kind_ == HfModelKind::kUnigram) static_cast<UnigramModel*>(other_.get())->prepare();
+  });
+}
+
+void HfEngine::check_tables() const {
+  {
+    const Cartridge& c = *cartridge_;
+    const uint32_t n_ids = model_->n_ids();
+    if (fast_) {
+      fast_->check_tables();
+      for (uint32_t r = 0; r < fast_->n_ids(); ++r) {
+        if (rank_to_id_[r] >= n_ids) c.fail("HRID maps a rank to an id out of range");
+      }
+    }
+    if (decode_offsets_ != nullptr) {
+      for (uint32_t i = 0; i < n_ids; ++i) {
+        if (decode_offsets_[i] > decode_offsets_[i + 1]) c.fail("the decode table's offsets are not sorted");
+      }
+    }
+    if (bpe_) {
+      const HfSegmentation& seg = bpe_->segmentation();
+      for (size_t i = 1; i < seg.n_glue; ++i) {
+        if (seg.glue[i - 1] >= seg.glue[i]) c.fail("HGLU is not sorted");
+      }
+    }
+  }
+}
+
 void HfEngine::decode_byte_level(const uint32_t* ids, size_t n, const std::vector<uint8_t>& skip,
                                  std::string& out) const {
   if (decode_offsets_ == nullptr) throw std::logic_error("decode_byte_level needs a byte-level cartridge");
@@ -443,7 +470,95 @@ void HfEngine::encode(std::string_view text, bool encode_special_tokens, RawEnco
 
 // The common case in one pass: the original text, pieces from a scanner, the model, offsets from
 // character boundaries. Same output as the general path (tests compare every folder).
+void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
+  const HfBpeModel& model = *bpe_;
+  const TiktokenEngine& fast = *model.fast_engine();
+  const uint32_t* rank_to_id = model.rank_to_id();
+  const uint32_t n_ranks = model.n_ranks();
+  const uint32_t n_ids = model.n_ids();
+  const bool ignore_merges = model.options().ignore_merges;
+  const bool needs_check = model.fast_needs_check();
+  thread_local std::vector<uint32_t> tl_ranks;
+  thread_local std::vector<HfToken> tl_tokens;
+  std::vector<uint32_t>& ranks = tl_ranks;
+  std::vector<HfToken>& tokens = tl_tokens;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  const size_t n = text.size();
+  auto char_start = [&](size_t k) {
+    while (k > 0 && is_continuation(bytes[k])) --k;
+    return static_cast<uint32_t>(base + k);
+  };
+  auto char_end = [&](size_t k) {  // end of the character holding byte k
+    ++k;
+    while (k < n && is_continuation(bytes[k])) ++k;
+    return static_cast<uint32_t>(base + k);
+  };
+  auto damaged = [&](size_t len) {
+    throw CartridgeError("invalid cartridge: its fast path's tokens do not tile a " + std::to_string(len) +
+                         "-byte word; the vocabulary, rank and trie sections disagree (rebuild the cartridge)");
+  };
+  const size_t expect = out.ids.size() + n / 3 + 16;  // ~4 bytes per token on most text
+  out.ids.reserve(expect);
+  out.starts.reserve(expect);
+  out.ends.reserve(expect);
+  out.words.reserve(expect);
+  for (size_t pos = 0; pos < n;) {
+    size_t end = streaming_->piece_end(text, pos);
+    if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway
+    const uint8_t* piece = bytes + pos;
+    const size_t len = end - pos;
+    // What HfBpeModel::encode_word_uncached does before its fast path: ignore_merges looks the
+    // whole piece up in the vocabulary, and a byte without a token sends the piece to the merge loop.
+    bool general = false;
+    if (ignore_merges) {
+      const int32_t id = model.vocab().find(piece, len);
+      if (id >= 0 && static_cast<uint32_t>(id) < n_ids) {
+        out.push(static_cast<uint32_t>(id), static_cast<uint32_t>(base + pos), static_cast<uint32_t>(base + end), word++);
+        pos = end;
+        continue;
+      }
+    }
+    if (needs_check) {
+      for (size_t i = 0; i < len && !general; ++i) general = model.byte_missing(piece[i]);
+    }
+    if (general) {
+      tokens.clear();
+      encode_word_checked(model, piece, len, tokens);
+      for (const HfToken& t : tokens) out.push(t.id, char_start(pos + t.start), char_end(pos + t.end - 1), word);
+      ++word;
+      pos = end;
+      continue;
+    }
+    ranks.clear();
+    fast.encode_piece(piece, len, ranks);
+    if (ranks.size() == 1) {
+      const uint32_t r = ranks[0];
+      std::string_view b;
+      if (r >= n_ranks || rank_to_id[r] >= n_ids || !fast.token_bytes(r, &b) || b.size() != len) damaged(len);
+      out.push(rank_to_id[r], static_cast<uint32_t>(base + pos), static_cast<uint32_t>(base + end), word++);
+      pos = end;
+      continue;
+    }
+    size_t at = 0;
+    for (const uint32_t r : ranks) {
+      std::string_view b;
+      if (r >= n_ranks || rank_to_id[r] >= n_ids || !fast.token_bytes(r, &b) || b.empty() || b.size() > len - at) {
+        damaged(len);
+      }
+      out.push(rank_to_id[r], char_start(pos + at), char_end(pos + at + b.size() - 1), word);
+      at += b.size();
+    }
+    if (at != len) damaged(len);
+    ++word;
+    pos = end;
+  }
+}
+
 void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
+  if (bpe_ && bpe_->has_fast_path() && !bpe_->segments()) {
+    encode_streaming_fast(text, base, out, word);
+    return;
+  }
   thread_local std::vector<HfToken> tl_tokens;
   std::vector<HfToken>& tokens = tl_tokens;
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());

@@ -157,7 +157,18 @@ std::string build_hf_cartridge(const HfSource& source);
 
 class HfEngine {
  public:
+  // O(1) in the vocabulary (plus the added tokens it is given): checks HFHD and the sections'
+  // sizes against it, keeps pointers into the mapping.
   HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeline);
+  // The work deferred from load, done once before the tables are first read: the checksum
+  // (memoized per file identity), the O(n_ids) table checks, and the model's precomputations
+  // that scan its tables. Throws CartridgeError on a damaged file, on this and every later call.
+  // Thread-safe. Everything except n_ids / model_kind / is_byte_level needs it to have succeeded;
+  // the Python binding calls it on first use, C++ callers call it themselves.
+  void ready() const;
+  // The O(n_ids) checks ready() runs (once per file identity): HRID ids in range, the nested
+  // tiktoken tables, decode offsets in order, HGLU sorted.
+  void check_tables() const;
 
   const Cartridge& cartridge() const { return *cartridge_; }
   const HfModel& model() const { return *model_; }
@@ -179,6 +190,9 @@ class HfEngine {
   void encode_text_split(std::string_view text, uint32_t base, bool encode_special_tokens,
                          RawEncoding& out, uint32_t& word) const;
   void encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const;
+  // encode_streaming when the model is byte-level BPE on a fast path: each piece goes straight to
+  // the tiktoken engine (and its piece cache), without HfToken vectors; same output.
+  void encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
   HfPipeline pipeline_;
@@ -198,6 +212,8 @@ class HfEngine {
   const uint32_t* decode_offsets_ = nullptr;  // n_ids + 1 entries into decode_bytes_
   const uint8_t* decode_bytes_ = nullptr;
   const uint8_t* decode_present_ = nullptr;
+  const uint32_t* rank_to_id_ = nullptr;  // HRID, fast_->n_ids() entries
+  FirstUse first_use_;
 };
 
 }  // namespace crayon

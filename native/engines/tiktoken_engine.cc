@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "models/bpe_backtrack.h"
+#include "models/piece_cache.h"
 #include "core/double_array.h"
 #include "core/utf8.h"
 
@@ -127,8 +128,9 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   }
   uint64_t max_id = 0;
   bool any = false;
+  // An empty token is accepted as tiktoken accepts it (a real rank file has one): it has an id and
+  // decodes to nothing, but it is kept out of the trie, so no encoding ever produces it.
   for (const auto& [bytes, id] : src.mergeable) {
-    if (bytes.empty()) throw std::invalid_argument("mergeable_ranks contains an empty token");
     max_id = std::max<uint64_t>(max_id, id);
     any = true;
   }
@@ -179,7 +181,9 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
 
   std::vector<std::pair<std::string_view, int32_t>> keys;
   keys.reserve(src.mergeable.size());
-  for (const auto& [bytes, id] : src.mergeable) keys.emplace_back(bytes, static_cast<int32_t>(id));
+  for (const auto& [bytes, id] : src.mergeable) {
+    if (!bytes.empty()) keys.emplace_back(bytes, static_cast<int32_t>(id));
+  }
   const DoubleArrayData bpe_trie = build_double_array(keys);
 
   // The backtracking encoder's tables: each token's merge split and the pair -> token table.
@@ -277,10 +281,6 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
   if (bpe_.token_offsets[0] != 0 || bpe_.token_offsets[h.n_ids] != blob.size()) {
     c.fail("TOKO does not span TOKB");
   }
-  // Encoders advance by token lengths taken from TOKO: every length must be a real byte range.
-  for (uint32_t id = 0; id < h.n_ids; ++id) {
-    if (bpe_.token_offsets[id] > bpe_.token_offsets[id + 1]) c.fail("TOKO offsets are not sorted (token " + std::to_string(id) + ")");
-  }
   bpe_.n_ids = h.n_ids;
   bpe_.trie = load_trie(c, kBTRI, kBTVA);
   fill_byte_ranks(bpe_);
@@ -307,8 +307,6 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     const PairEntry* pairs = c.array<PairEntry>(kBPAR, &np);
     if (nl != h.n_ids || nr != h.n_ids) c.fail("BSPL/BSPR do not have n_ids entries");
     if (np > 0xFFFFFFFFu || !validate_pair_table(static_cast<uint32_t>(np))) c.fail("BPAR capacity is not a power of two");
-    // The backtracking encoder walks these trees: ids in range, children usable, lengths adding up.
-    if (!validate_bpe_splits(bpe_, left, right)) c.fail("BSPL/BSPR: a token's split does not match the token table");
     backtrack_.split_left = left;
     backtrack_.split_right = right;
     backtrack_.pairs = PairTableView(pairs, static_cast<uint32_t>(np));
@@ -325,6 +323,19 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     }
     backtrack_.memo_owner = owner_;
     use_backtrack_ = true;
+  }
+}
+
+void TiktokenEngine::check_tables() const {
+  const Cartridge& c = *cartridge_;
+  // Encoders advance by token lengths taken from TOKO: every length must be a real byte range.
+  // (TOKO's size and both ends were checked at load.)
+  for (uint32_t id = 0; id < bpe_.n_ids; ++id) {
+    if (bpe_.token_offsets[id] > bpe_.token_offsets[id + 1]) c.fail("TOKO offsets are not sorted (token " + std::to_string(id) + ")");
+  }
+  // The backtracking encoder walks these trees: ids in range, children usable, lengths adding up.
+  if (use_backtrack_ && !validate_bpe_splits(bpe_, backtrack_.split_left, backtrack_.split_right)) {
+    c.fail("BSPL/BSPR: a token's split does not match the token table");
   }
 }
 
@@ -351,6 +362,35 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   const int32_t whole = token_rank(bpe_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
+    return;
+  }
+  // Several tokens. Real text repeats such pieces (61-81% of them on English and code), and BPE
+  // on one costs far more than a cache probe, so short ones go through the thread's PieceCache.
+  // Single-token pieces never touch it: the trie walk above is as cheap as a probe.
+  if (n <= PieceCache::kMaxLen) {
+    PieceCache& cache = PieceCache::local();
+    const PieceCache::Key key = PieceCache::make_key(piece, n);
+    if (cache.find(owner_, key, out)) return;
+    const size_t first = out.size();
+    encode_multi(piece, n, out);
+    cache.put(owner_, key, out.data() + first, out.size() - first);
+    return;
+  }
+  encode_multi(piece, n, out);
+}
+
+void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  const int32_t whole = token_rank(bpe_, piece, n);
+  if (whole >= 0) {
+    out.push_back(static_cast<uint32_t>(whole));
+  } else {
+    encode_multi(piece, n, out);
+  }
+}
+
+void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  if (n <= kSmallPiece) {
+    bpe_encode_small(bpe_, piece, n, out);
   } else if (use_backtrack_) {
     bpe_encode_backtrack(bpe_, backtrack_, piece, n, out);
   } else {
@@ -358,7 +398,8 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   }
 }
 
-void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const {
+void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
+                                    bool cached) const {
   const uint8_t* s = reinterpret_cast<const uint8_t*>(seg.data());
   size_t pos = 0;
   if (regex_ != nullptr) {
@@ -367,7 +408,7 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
     size_t ms = 0, me = 0;
     while (pos < seg.size() && regex_->search(seg, pos, ms, me)) {
       const size_t before = out.size();
-      encode_piece(s + ms, me - ms, out);
+      cached ? encode_piece(s + ms, me - ms, out) : encode_piece_uncached(s + ms, me - ms, out);
       if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
       pos = me;
     }
@@ -376,14 +417,14 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
   while (pos < seg.size()) {
     const size_t end = piece_end(pattern_, seg, pos);
     const size_t before = out.size();
-    encode_piece(s + pos, end - pos, out);
+    cached ? encode_piece(s + pos, end - pos, out) : encode_piece_uncached(s + pos, end - pos, out);
     if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
     pos = end;
   }
 }
 
-void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out) const {
-  encode_segment(text, out, nullptr);
+void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out, bool cached) const {
+  encode_segment(text, out, nullptr, cached);
 }
 
 SpecialMatch TiktokenEngine::find_special(std::string_view text, const std::vector<uint8_t>& set) const {
@@ -400,7 +441,7 @@ size_t TiktokenEngine::encode(std::string_view text, const std::vector<uint8_t>&
       m = specials_.find(text, start, [&](int32_t i) { return static_cast<size_t>(i) < allowed.size() && allowed[i] != 0; });
     }
     const size_t end = m.index >= 0 ? m.pos : text.size();
-    encode_segment(text.substr(start, end - start), out, &last_piece_len);
+    encode_segment(text.substr(start, end - start), out, &last_piece_len, true);
     if (m.index < 0) break;
     out.push_back(special_ids_[m.index]);
     start = m.pos + m.len;

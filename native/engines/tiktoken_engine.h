@@ -55,7 +55,22 @@ constexpr uint32_t kMaxIds = 1u << 26;
 
 class TiktokenEngine {
  public:
+  // O(1) in the vocabulary: checks TKHD and every section's size against it, keeps pointers.
   explicit TiktokenEngine(std::shared_ptr<const Cartridge> cartridge);
+  // The checks deferred from load, run once before the engine's tables are first read: the file's
+  // checksum (memoized per file identity, see check_cartridge_once) and check_tables().
+  // Throws CartridgeError on a damaged file, on this and every later call. Thread-safe. Everything
+  // but n_ids, pattern, meta_json and the special-token accessors needs it to have succeeded; the
+  // Python binding calls it on first use, C++ callers (fuzz targets, tests) call it themselves.
+  void ready() const {
+    // Guarded like loading: the file may be truncated under the mapping before its first use.
+    first_use_.run([this] {
+      guard_mapped_reads(cartridge_->label(), [this] { check_cartridge_once(*cartridge_, [this] { check_tables(); }); });
+    });
+  }
+  // The O(n_ids) checks that make the encoders' reads safe: TOKO in order, BSPL/BSPR consistent
+  // with the token table. Called by ready(); also by an HfEngine for its nested tiktoken tables.
+  void check_tables() const;
 
   const Cartridge& cartridge() const { return *cartridge_; }
   SplitPattern pattern() const { return pattern_; }
@@ -74,8 +89,9 @@ class TiktokenEngine {
     return id < bpe_.n_ids ? static_cast<TokenKind>(kinds_[id]) : TokenKind::kAbsent;
   }
 
-  // Ordinary encoding: the whole text is ordinary text.
-  void encode_ordinary(std::string_view text, std::vector<uint32_t>& out) const;
+  // Ordinary encoding: the whole text is ordinary text. cached = false bypasses the PieceCache
+  // (the tests compare the two).
+  void encode_ordinary(std::string_view text, std::vector<uint32_t>& out, bool cached = true) const;
   // Special tokens whose index has allowed[index] != 0 are encoded as themselves; everything else
   // is ordinary text. Returns how many ids the last pre-token produced (0 when the text ends with
   // a special token), which encode_with_unstable needs.
@@ -84,8 +100,11 @@ class TiktokenEngine {
   // all_specials is true).
   SpecialMatch find_special(std::string_view text, const std::vector<uint8_t>& set) const;
 
-  // One piece, no pre-tokenization: the whole piece if it is a token, else BPE.
+  // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
+  // several tokens go through the calling thread's PieceCache first).
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // The same without the cache (the slow twin the cache is tested against).
+  void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // BPE merge loop without the whole-piece shortcut (tiktoken's byte_pair_encode).
   void byte_pair_encode(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
 
@@ -105,7 +124,9 @@ class TiktokenEngine {
       std::string_view text, const std::vector<uint8_t>& allowed) const;
 
  private:
-  void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len) const;
+  // BPE of a piece that is not a single token.
+  void encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
   uint64_t owner_;  // unique per engine: keys the per-thread memo caches
@@ -121,6 +142,7 @@ class TiktokenEngine {
   const uint32_t* special_text_offsets_ = nullptr;
   const char* special_text_ = nullptr;
   size_t special_text_size_ = 0;
+  FirstUse first_use_;
 };
 
 }  // namespace crayon

@@ -314,7 +314,9 @@ void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const u
       node = t.trie.child(node, piece[pos + i]);
       if (node < 0) break;
       const int32_t v = t.trie.value_at(node);
-      if (v >= 0 && static_cast<uint32_t>(v) < n_ids && bt.split_left[v] != kNo) {
+      // Usability (split_left != kNo) is checked only for the candidate actually tried: the
+      // longest one is usually accepted, and the check is a cache miss per candidate.
+      if (v >= 0 && static_cast<uint32_t>(v) < n_ids) {
         sc.cand_len.push_back(static_cast<uint32_t>(i + 1));
         sc.cand_id.push_back(static_cast<uint32_t>(v));
       }
@@ -323,7 +325,7 @@ void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const u
     for (size_t k = sc.cand_len.size(); k-- > 0;) {
       const size_t end = pos + sc.cand_len[k];
       const uint32_t id = sc.cand_id[k];
-      if (!bit(sc.dead_end_free, end)) continue;
+      if (!bit(sc.dead_end_free, end) || bt.split_left[id] == kNo) continue;
       if (out.size() > base && !pair_valid_memo(t, bt, sc, out.back(), id)) continue;
       out.push_back(id);
       sc.lens.push_back(sc.cand_len[k]);

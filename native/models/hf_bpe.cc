@@ -60,6 +60,11 @@ HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64
     for (int c = 0; c < 128; ++c) {
       ascii_cut_[c] = symbol_[1][c] >= 0 && !std::binary_search(seg_.glue, seg_.glue + seg_.n_glue, uint32_t(c));
     }
+  }
+}
+
+void HfBpeModel::prepare() {
+  if (seg_.enabled) {
     // Tokens some merge uses (as either side); an ASCII character whose one symbol is none of them
     // never merges with anything. An unknown one without byte fallback would become unk, whose
     // fusion with its neighbours a cut would change: those stay uncut.

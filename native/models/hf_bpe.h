@@ -120,6 +120,10 @@ class HfBpeModel final : public HfModel {
   // end with the character c[0, n) (valid UTF-8), i.e. a cut is allowed between it and U+2581; and
   // one word's tokens (no segmentation inside it).
   bool segments() const { return seg_.enabled; }
+  const HfSegmentation& segmentation() const { return seg_; }
+  // Precomputes what needs a pass over the merge table (the inert ASCII characters); the owner
+  // calls it once before the first encode (HfEngine::ready), so loading stays O(1).
+  void prepare();
   bool may_end_word(const uint8_t* c, size_t n) const;
   // Whether a word boundary may sit on either side of the character led by byte b (an inert
   // ASCII character, see the top of this file); false for every non-ASCII lead byte.
@@ -137,6 +141,14 @@ class HfBpeModel final : public HfModel {
   // Bytes without a token of their own never take the fast path (see set_fast_path in .cc).
   void set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks);
   bool has_fast_path() const { return fast_ != nullptr; }
+  // The fast path's parts, for engines that stream pieces through it without HfToken (see
+  // HfEngine::encode_streaming_fast): the engine, its rank -> id map (n_ranks entries), and
+  // whether some byte has no token (pieces holding one must take encode_word).
+  const TiktokenEngine* fast_engine() const { return fast_; }
+  const uint32_t* rank_to_id() const { return rank_to_id_; }
+  uint32_t n_ranks() const { return n_ranks_; }
+  bool fast_needs_check() const { return fast_needs_check_; }
+  bool byte_missing(uint8_t b) const { return byte_missing_[b]; }
 
   // The merge of (left, right), or nullptr.
   const HfMergeEntry* find_merge(uint32_t left, uint32_t right) const;

@@ -31,17 +31,20 @@ UnigramModel::UnigramModel(DoubleArrayView vocab, const double* scores, uint32_t
     throw std::invalid_argument("Unigram: unk_id is not a vocabulary id");
   }
   if (n_ids_ > 0 && scores_ == nullptr) throw std::invalid_argument("Unigram: no scores");
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    byte_id_[b] = lookup(reinterpret_cast<const uint8_t*>(name), 6);
+  }
+}
+
+void UnigramModel::prepare() {
   // As tokenizers: start at +inf, take every strictly smaller score, in id order.
   min_score_ = std::numeric_limits<double>::infinity();
   for (uint32_t id = 0; id < n_ids_; ++id) {
     if (scores_[id] < min_score_) min_score_ = scores_[id];
   }
   unk_score_ = min_score_ - 10.0;
-  for (int b = 0; b < 256; ++b) {
-    char name[8];
-    std::snprintf(name, sizeof name, "<0x%02X>", b);
-    byte_id_[b] = lookup(reinterpret_cast<const uint8_t*>(name), 6);
-  }
 }
 
 int64_t UnigramModel::lookup(const uint8_t* s, size_t n) const {

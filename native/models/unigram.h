@@ -76,6 +76,9 @@ class UnigramModel final : public HfModel {
   uint32_t n_ids() const override { return n_ids_; }
   const UnigramOptions& options() const { return options_; }
   double min_score() const { return min_score_; }
+  // Finds the smallest score (one pass over the scores); the owner calls it once before the first
+  // encode (HfEngine::ready), so loading stays O(1).
+  void prepare();
 
   // May throw UnigramMissingUnk (only when options.unk_id is -1).
   void encode_word(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const override;

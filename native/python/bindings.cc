@@ -17,6 +17,7 @@
 #include "engines/hf_batch.h"
 #include "engines/hf_engine.h"
 #include "core/parallel.h"
+#include "text/normalize.h"
 #include "text/pretokenize.h"
 #include "engines/tiktoken_engine.h"
 #include "core/xxhash64.h"
@@ -149,28 +150,38 @@ const char* pattern_name(SplitPattern p) {
 
 using Engine = TiktokenEngine;
 
-// The Python-side handle of an engine. Besides the engine it keeps one Python int per token id,
-// made on first use: building a list of ids is then an incref per token instead of an
-// allocation, which is most of the cost of returning ids to Python. Touched only with the GIL.
+// The Python-side handle of an engine.
 class PyEngine {
  public:
-  explicit PyEngine(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)), ints_(engine_->n_ids(), nullptr) {}
-  ~PyEngine() {
-    if (!Py_IsInitialized()) return;
-    py::gil_scoped_acquire gil;
-    for (PyObject* o : ints_) Py_XDECREF(o);
-  }
+  explicit PyEngine(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {}
   PyEngine(const PyEngine&) = delete;
   PyEngine& operator=(const PyEngine&) = delete;
 
-  const Engine& operator*() const { return *engine_; }
-  const Engine* operator->() const { return engine_.get(); }
+  // Every use goes through these, so the checks deferred from load (Engine::ready: checksum,
+  // O(n_ids) table checks) run before the first read of the tables: ValueError at first use.
+  const Engine& operator*() const {
+    engine_->ready();
+    return *engine_;
+  }
+  const Engine* operator->() const {
+    engine_->ready();
+    return engine_.get();
+  }
+  // What the face reads at load, safe before ready(): header fields, META, the special tokens
+  // (each read bounds-checked).
+  const Engine& unchecked() const { return *engine_; }
 
-  py::list to_list(const std::vector<uint32_t>& ids) const {
-    PyObject* list = PyList_New(static_cast<Py_ssize_t>(ids.size()));
+  // A list of Python ints. Each int is allocated fresh: pymalloc hands out neighbouring blocks,
+  // which measured 15-20% faster on new text than keeping one int per token id and increfing it
+  // (a cache miss on the id's slot and another on the int, per token), and needs no O(n_ids)
+  // table per engine.
+  py::list to_list(const std::vector<uint32_t>& ids) const { return id_list(ids.data(), ids.size()); }
+
+  static py::list id_list(const uint32_t* ids, size_t n) {
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(n));
     if (list == nullptr) throw py::error_already_set();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      PyObject* v = id_object(ids[i]);
+    for (size_t i = 0; i < n; ++i) {
+      PyObject* v = PyLong_FromUnsignedLong(ids[i]);
       if (v == nullptr) {
         Py_DECREF(list);
         throw py::error_already_set();
@@ -181,20 +192,7 @@ class PyEngine {
   }
 
  private:
-  // A new reference to the int for `id`.
-  PyObject* id_object(uint32_t id) const {
-    if (id >= ints_.size()) return PyLong_FromUnsignedLong(id);
-    PyObject*& slot = ints_[id];
-    if (slot == nullptr) {
-      slot = PyLong_FromUnsignedLong(id);
-      if (slot == nullptr) return nullptr;
-    }
-    Py_INCREF(slot);
-    return slot;
-  }
-
   std::shared_ptr<const Engine> engine_;
-  mutable std::vector<PyObject*> ints_;
 };
 
 // The bytes of a sequence of ids (KeyError on an id that is not a token), decoded without the GIL.
@@ -363,6 +361,7 @@ std::vector<AddedToken> added_from(const py::list& items) {
     a.lstrip = py::cast<bool>(t[3]);
     a.rstrip = py::cast<bool>(t[4]);
     a.single_word = py::cast<bool>(t[5]);
+    if (t.size() > 6) a.show_text = py::cast<bool>(t[6]);
     out.push_back(std::move(a));
   }
   return out;
@@ -425,7 +424,7 @@ SpecialBlock block_from(const py::array_t<int64_t, py::array::c_style | py::arra
 
 class PyHfEngine {
  public:
-  PyHfEngine(const std::string& path, const py::list& normalizers, const py::list& pre_tokenizers,
+  PyHfEngine(const py::object& source, const py::list& normalizers, const py::list& pre_tokenizers,
              const py::list& added_raw, const py::list& added_normalized) {
     std::vector<ComponentDesc> norms;
     for (py::handle h : normalizers) norms.push_back(component_from(py::reinterpret_borrow<py::dict>(h)));
@@ -448,38 +447,36 @@ class PyHfEngine {
     }
     p.added_raw = added_from(added_raw);
     p.added_normalized = added_from(added_normalized);
-    std::shared_ptr<const Cartridge> c = Cartridge::open(path);
+    // `source`: a path, or a Cartridge the face already opened (to read META) -- one open per load.
+    std::shared_ptr<const Cartridge> c = py::isinstance<py::str>(source)
+                                             ? Cartridge::open(py::cast<std::string>(source))
+                                             : py::cast<std::shared_ptr<Cartridge>>(source);
     guard_mapped_reads(c->label(), [&] { engine_ = std::make_shared<const HfEngine>(c, std::move(p)); });
   }
-  const HfEngine& operator*() const { return *engine_; }
-  const HfEngine* operator->() const { return engine_.get(); }
+  // As PyEngine: every use runs the checks deferred from load first (HfEngine::ready).
+  const HfEngine& operator*() const {
+    engine_->ready();
+    return *engine_;
+  }
+  const HfEngine* operator->() const {
+    engine_->ready();
+    return engine_.get();
+  }
+  const HfEngine& unchecked() const { return *engine_; }
 
  private:
   std::shared_ptr<const HfEngine> engine_;
 };
 
-// Python ints for small non-negative values (ids, offsets), made on first use and kept for the
-// life of the process: a list of ids is then an incref per element instead of an allocation,
-// which is most of the cost of `Encoding.ids` on long texts. Touched only with the GIL held.
-constexpr int64_t kCachedInts = int64_t{1} << 18;
-
-PyObject* small_int(int64_t v) {
-  static std::vector<PyObject*> cache(static_cast<size_t>(kCachedInts), nullptr);
-  if (v < 0 || v >= kCachedInts) return PyLong_FromLongLong(v);
-  PyObject*& slot = cache[static_cast<size_t>(v)];
-  if (slot == nullptr) {
-    slot = PyLong_FromLongLong(v);
-    if (slot == nullptr) return nullptr;
-  }
-  Py_INCREF(slot);
-  return slot;
-}
+// A new Python int. (A process-wide cache of ints for small values used to stand here; allocating
+// measured faster on new text: see PyEngine::id_list.)
+PyObject* new_int(int64_t v) { return PyLong_FromLongLong(v); }
 
 PyObject* int_list_of(const int64_t* d, Py_ssize_t n) {
   PyObject* list = PyList_New(n);
   if (list == nullptr) return nullptr;
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* v = small_int(d[i]);
+    PyObject* v = new_int(d[i]);
     if (v == nullptr) {
       Py_DECREF(list);
       return nullptr;
@@ -513,13 +510,13 @@ void bind_hf(py::module_& m) {
   m.def("int_list", [](const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& a) {
     if (a.ndim() != 1) throw py::value_error("int_list takes a 1-D array");
     return steal_or_throw(int_list_of(a.data(), static_cast<Py_ssize_t>(a.shape(0))));
-  }, py::arg("values"), "array.tolist() for an int64 row, with small values from a shared cache of ints.");
+  }, py::arg("values"), "array.tolist() for an int64 row.");
   m.def("int_lists", [](const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& a,
                         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& bounds) {
     const int64_t* d = a.data();
     return segments(a.size(), bounds, [&](int64_t from, int64_t to) { return int_list_of(d + from, to - from); });
   }, py::arg("values"), py::arg("bounds"),
-  "[values[bounds[i]:bounds[i + 1]].tolist() for each i], small values from the shared int cache.");
+  "[values[bounds[i]:bounds[i + 1]].tolist() for each i].");
   m.def("pair_lists", [](const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& first,
                          const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& second,
                          const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& bounds) {
@@ -530,8 +527,8 @@ void bind_hf(py::module_& m) {
       PyObject* list = PyList_New(to - from);
       if (list == nullptr) return nullptr;
       for (int64_t k = from; k < to; ++k) {
-        PyObject* x = small_int(a[k]);
-        PyObject* y = x != nullptr ? small_int(b[k]) : nullptr;
+        PyObject* x = new_int(a[k]);
+        PyObject* y = x != nullptr ? new_int(b[k]) : nullptr;
         PyObject* pair = y != nullptr ? PyTuple_Pack(2, x, y) : nullptr;
         Py_XDECREF(x);
         Py_XDECREF(y);
@@ -547,6 +544,18 @@ void bind_hf(py::module_& m) {
   "[list(zip(first[s], second[s])) for each segment s = bounds[i]:bounds[i + 1]] (offset mappings).");
 
   py::register_exception<UnsupportedComponent>(m, "UnsupportedComponent", PyExc_ValueError);
+
+  // Where tokenizers panics (poisoned text, normalize.h), its binding raises pyo3's PanicException,
+  // a BaseException: the engine's NormalizerPanic surfaces as crayon_hf's twin of that class, so
+  // `except Exception` behaves the same with either library.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const NormalizerPanic& e) {
+      py::object cls = py::module_::import("crayon_hf._hf.errors").attr("PanicException");
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
 
   m.def("build_hf_cartridge", [](const py::dict& model, const std::string& meta_json, const py::bytes& tokenizer_json,
                                  const py::bytes& vocab_strings, const py::object& decode_bytes) {
@@ -710,21 +719,23 @@ void bind_hf(py::module_& m) {
       "The batch's final encodings: (7, B, pad_length) when pad_length >= 0, else ((7, total), bounds).");
 
   py::class_<PyHfEngine>(m, "HfEngine")
-      .def(py::init<const std::string&, const py::list&, const py::list&, const py::list&, const py::list&>(),
-           py::arg("path"), py::arg("normalizers"), py::arg("pre_tokenizers"), py::arg("added_raw"),
+      .def(py::init<const py::object&, const py::list&, const py::list&, const py::list&, const py::list&>(),
+           py::arg("cartridge"), py::arg("normalizers"), py::arg("pre_tokenizers"), py::arg("added_raw"),
            py::arg("added_normalized"))
-      .def("info", [](const PyHfEngine& pe) { return cartridge_info(pe->cartridge()); })
-      .def_property_readonly("n_ids", [](const PyHfEngine& pe) { return pe->n_ids(); })
-      .def_property_readonly("byte_level", [](const PyHfEngine& pe) { return pe->is_byte_level(); },
+      .def("info", [](const PyHfEngine& pe) { return cartridge_info(pe.unchecked().cartridge()); })
+      .def("ready", [](const PyHfEngine& pe) { (void)*pe; }, "Runs the checks deferred from load now (ValueError on a damaged file).")
+      .def_property_readonly("n_ids", [](const PyHfEngine& pe) { return pe.unchecked().n_ids(); })
+      .def_property_readonly("byte_level", [](const PyHfEngine& pe) { return pe.unchecked().is_byte_level(); },
                              "Whether the model is byte-level BPE (the cartridge then has the ByteLevel decode table).")
-      .def_property_readonly("has_fast_path", [](const PyHfEngine& pe) { return pe->has_fast_path(); },
+      .def_property_readonly("has_fast_path", [](const PyHfEngine& pe) { return pe.unchecked().has_fast_path(); },
                              "True when the merge list runs on the linear-time backtracking encoder.")
       .def("section", [](const PyHfEngine& pe, const std::string& id) {
         if (id.size() != 4) throw py::value_error("section ids have 4 characters");
         const uint32_t f = static_cast<uint32_t>(static_cast<uint8_t>(id[0])) | static_cast<uint32_t>(static_cast<uint8_t>(id[1])) << 8 |
                            static_cast<uint32_t>(static_cast<uint8_t>(id[2])) << 16 | static_cast<uint32_t>(static_cast<uint8_t>(id[3])) << 24;
-        if (!pe->cartridge().find(f)) return py::object(py::none());
-        const std::string_view b = pe->cartridge().bytes(f);
+        const Cartridge& c = pe.unchecked().cartridge();
+        if (!c.find(f)) return py::object(py::none());
+        const std::string_view b = c.bytes(f);
         return py::object(py::bytes(b.data(), b.size()));
       })
       .def("encode", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
@@ -875,6 +886,42 @@ PYBIND11_MODULE(_crayon, m) {
     return py::bytes(image);
   }, py::arg("mergeable_ranks"), py::arg("special_tokens"), py::arg("pattern"), py::arg("meta_json"), py::arg("pat_str") = "");
 
+  // An opened cartridge: header and section table checked, nothing else read (O(1) in its size).
+  // The faces open a file once, read META from it and hand it to the engine.
+  py::class_<Cartridge, std::shared_ptr<Cartridge>>(m, "Cartridge")
+      .def_static("open", [](const std::string& path, bool verify) {
+        py::gil_scoped_release release;
+        return Cartridge::open(path, verify);
+      }, py::arg("path"), py::arg("verify") = false,
+      "Maps a cartridge. verify=True also checks the XXH64 checksum now (else: on first use, once per file).")
+      .def_static("from_bytes", [](const py::bytes& image, const std::string& label, bool verify) {
+        std::string copy(bytes_view(image));
+        py::gil_scoped_release release;
+        return Cartridge::from_bytes(std::move(copy), label, verify);
+      }, py::arg("image"), py::arg("label"), py::arg("verify") = true)
+      .def_property_readonly("label", &Cartridge::label)
+      .def_property_readonly("checksum", [](const Cartridge& c) { return c.header().checksum; },
+                             "The checksum stored in the header (not recomputed).")
+      .def_property_readonly("section_ids", [](const Cartridge& c) {
+        py::list out;
+        for (const SectionInfo& s : c.sections()) out.append(fourcc_name(s.id));
+        return out;
+      })
+      .def("section", [](const Cartridge& c, const std::string& id) -> py::object {
+        if (id.size() != 4) throw py::value_error("section ids are 4 characters");
+        const char tmp[5] = {id[0], id[1], id[2], id[3], 0};
+        const SectionInfo* s = c.find(fourcc(tmp));
+        if (s == nullptr) return py::none();
+        std::string copy;  // read under the guard: the file may be shrinking under the mapping
+        guard_mapped_reads(c.label(), [&] { copy = std::string(c.bytes(s->id)); });
+        return py::bytes(copy);
+      }, py::arg("id"), "The bytes of section `id` (a copy), or None.")
+      .def("verify", [](const Cartridge& c) {
+        py::gil_scoped_release release;
+        c.verify_checksum();
+      }, "Raises ValueError unless the checksum matches (hashed once per file identity and process).")
+      .def("info", [](const Cartridge& c) { return cartridge_info(c); });
+
   m.def("cartridge_info", [](const std::string& path, bool verify) {
     std::shared_ptr<Cartridge> c;
     {
@@ -896,11 +943,17 @@ PYBIND11_MODULE(_crayon, m) {
   });
 
   py::class_<PyEngine>(m, "TiktokenEngine")
-      .def_static("from_file", [](const std::string& path) {
+      .def_static("from_file", [](const std::string& path, bool verify) {
         py::gil_scoped_release release;
-        std::shared_ptr<const Cartridge> c = Cartridge::open(path);
+        std::shared_ptr<const Cartridge> c = Cartridge::open(path, verify);
         std::shared_ptr<const Engine> e;
         guard_mapped_reads(c->label(), [&] { e = std::make_shared<const Engine>(c); });
+        return std::make_unique<PyEngine>(std::move(e));
+      }, py::arg("path"), py::arg("verify") = false)
+      .def_static("from_cartridge", [](std::shared_ptr<Cartridge> c) {
+        py::gil_scoped_release release;
+        std::shared_ptr<const Engine> e;
+        guard_mapped_reads(c->label(), [&] { e = std::make_shared<const Engine>(std::move(c)); });
         return std::make_unique<PyEngine>(std::move(e));
       })
       .def_static("from_bytes", [](const py::bytes& image, const std::string& label) {
@@ -908,17 +961,22 @@ PYBIND11_MODULE(_crayon, m) {
         py::gil_scoped_release release;
         return std::make_unique<PyEngine>(std::make_shared<const Engine>(Cartridge::from_bytes(std::move(copy), label)));
       })
-      .def_property_readonly("n_ids", [](const PyEngine& pe) { return pe->n_ids(); })
-      .def_property_readonly("pattern", [](const PyEngine& pe) { return pe->uses_regex() ? "regex" : pattern_name(pe->pattern()); })
+      .def_property_readonly("n_ids", [](const PyEngine& pe) { return pe.unchecked().n_ids(); })
+      .def_property_readonly("pattern", [](const PyEngine& pe) {
+        const Engine& e = pe.unchecked();
+        return e.uses_regex() ? "regex" : pattern_name(e.pattern());
+      })
       .def_property_readonly("meta_json", [](const PyEngine& pe) {
         std::string v;  // read at load by the Python face: guarded like the load itself
-        guard_mapped_reads(pe->cartridge().label(), [&] { v = std::string(pe->meta_json()); });
+        const Engine& e = pe.unchecked();
+        guard_mapped_reads(e.cartridge().label(), [&] { v = std::string(e.meta_json()); });
         return py::str(v);
       })
-      .def_property_readonly("file_size", [](const PyEngine& pe) { return pe->cartridge().size(); })
-      .def("info", [](const PyEngine& pe) { return cartridge_info(pe->cartridge()); })
+      .def_property_readonly("file_size", [](const PyEngine& pe) { return pe.unchecked().cartridge().size(); })
+      .def("info", [](const PyEngine& pe) { return cartridge_info(pe.unchecked().cartridge()); })
+      .def("ready", [](const PyEngine& pe) { (void)*pe; }, "Runs the checks deferred from load now (ValueError on a damaged file).")
       .def("special_tokens", [](const PyEngine& pe) {
-        const Engine& e = *pe;
+        const Engine& e = pe.unchecked();
         std::vector<std::pair<std::string, uint32_t>> specials;  // copied under the guard, as meta_json
         guard_mapped_reads(e.cartridge().label(), [&] {
           for (uint32_t i = 0; i < e.n_specials(); ++i) specials.emplace_back(std::string(e.special_text(i)), e.special_id(i));
@@ -936,21 +994,21 @@ PYBIND11_MODULE(_crayon, m) {
         }
         return d;
       })
-      .def("encode_ordinary", [](const PyEngine& pe, const py::str& text) {
+      .def("encode_ordinary", [](const PyEngine& pe, const py::str& text, bool cached) {
         const Engine& e = *pe;
         std::string_view t = utf8_view(text);
         std::vector<uint32_t> out;
         {
           py::gil_scoped_release release;
           try {
-            e.encode_ordinary(t, out);
+            e.encode_ordinary(t, out, cached);
           } catch (const BpeError& err) {
             py::gil_scoped_acquire acquire;
             raise_missing_byte(err);
           }
         }
         return pe.to_list(out);
-      })
+      }, py::arg("text"), py::arg("cached") = true)
       .def("encode", [](const PyEngine& pe, const py::str& text, const py::bytes& allowed) {
         const Engine& e = *pe;
         std::string_view t = utf8_view(text);

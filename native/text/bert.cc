@@ -218,8 +218,15 @@ class Fused {
         size_t j = i + 1;
         while (j + 8 <= n && (load8(p + j) & kHighs) == 0) j += 8;
         while (j < n && p[j] < 0x80) ++j;
-        flush_b();
-        ascii_run(p, i, j);
+        // Bytes clean_text removes produce nothing and end no NFD run: "e\x01\u0301" is one run
+        // for strip_accents, as in tokenizers, where the filter runs before NFD. Only a kept byte
+        // (an NFD boundary) flushes the pending run.
+        size_t k = i;
+        while (k < j && !map_.keep[p[k]]) ++k;
+        if (k < j) {
+          flush_b();
+          ascii_run(p, k, j);
+        }
         i = j;
         continue;
       }

@@ -70,7 +70,11 @@ struct Loaded {
   std::unique_ptr<crayon::HfModel> make(crayon::DoubleArrayView view) const {
     switch (kind) {
       case 1: return std::make_unique<crayon::WordPieceModel>(view, n_ids, wordpiece);
-      case 2: return std::make_unique<crayon::UnigramModel>(view, scores.data(), n_ids, unigram);
+      case 2: {
+        auto m = std::make_unique<crayon::UnigramModel>(view, scores.data(), n_ids, unigram);
+        m->prepare();  // what HfEngine::ready() does before the first encode
+        return m;
+      }
       case 3: return std::make_unique<crayon::WordLevelModel>(view, n_ids, unk_id);
       default: throw std::runtime_error("unknown model kind " + std::to_string(kind));
     }

@@ -1,4 +1,5 @@
-// Differential test: bpe_encode_backtrack against the reference bpe_encode_heap on real
+// Differential test: bpe_encode_backtrack (and bpe_encode_small on pieces it takes) against the
+// reference bpe_encode_heap on real
 // tiktoken vocabularies, plus the split tables against the definition they encode.
 //
 //   build: g++ -O2 -std=c++17 -I native native/core/double_array.cc native/models/bpe.cc
@@ -128,8 +129,8 @@ bool load_vocab(const std::string& path, Vocab& v) {
 
 struct Checker {
   const Vocab& v;
-  uint64_t cases = 0, bytes = 0, mismatches = 0, errors_matched = 0;
-  std::vector<uint32_t> a, b;
+  uint64_t cases = 0, bytes = 0, mismatches = 0, errors_matched = 0, small_cases = 0;
+  std::vector<uint32_t> a, b, small;
   BacktrackScratch scratch;
 
   explicit Checker(const Vocab& vocab) : v(vocab) {}
@@ -150,6 +151,21 @@ struct Checker {
       bpe_encode_backtrack(v.t, v.bt, p, n, b, scratch);
     } catch (const BpeError& e) {
       err_b = e.byte();
+    }
+    if (n <= kSmallPiece && err_a == err_b) {
+      // The short-piece encoder too: same ids, same error.
+      small.clear();
+      int err_s = -1;
+      try {
+        bpe_encode_small(v.t, p, n, small);
+      } catch (const BpeError& e) {
+        err_s = e.byte();
+      }
+      if (err_s != err_a || (err_a < 0 && small != a)) {
+        ++mismatches;
+        std::printf("  MISMATCH [%s] %s: bpe_encode_small differs from the heap on %zu bytes\n", v.name.c_str(), what, n);
+      }
+      ++small_cases;
     }
     if (err_a >= 0 || err_b >= 0) {
       if (err_a == err_b) {
@@ -336,12 +352,13 @@ bool run_vocab(const Options& opt, const std::string& path, const std::vector<st
 
   Checker c(v);
   auto report = [&](const char* what, Checker& ck, Clock::time_point start) {
-    std::printf("  %-22s %9llu cases %11llu bytes  %llu mismatches  (%.1fs)\n", what,
-                static_cast<unsigned long long>(ck.cases), static_cast<unsigned long long>(ck.bytes),
-                static_cast<unsigned long long>(ck.mismatches), seconds_since(start));
+    std::printf("  %-22s %9llu cases (%llu short) %11llu bytes  %llu mismatches  (%.1fs)\n", what,
+                static_cast<unsigned long long>(ck.cases), static_cast<unsigned long long>(ck.small_cases),
+                static_cast<unsigned long long>(ck.bytes), static_cast<unsigned long long>(ck.mismatches),
+                seconds_since(start));
     if (ck.mismatches && strict) ok = false;
     if (!strict) expected_mismatches += ck.mismatches;
-    ck.cases = ck.bytes = ck.mismatches = 0;
+    ck.cases = ck.bytes = ck.mismatches = ck.small_cases = 0;
   };
 
   t0 = Clock::now();

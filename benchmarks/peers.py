@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""crayon-hf against the fastest exact peers (fastokens, tokie) and the references, the fair way.
+
+Method (../shared/BASELINES.md): one process, single thread, every library's own pool set to one
+thread, text no instance has seen (the corpora cut into ~16 KiB documents; each document is
+encoded once per library), libraries taking turns (the order rotates every pass), CPU time of the
+process, garbage collection off while timing, median over passes. Run it pinned:
+
+    RAYON_NUM_THREADS=1 FASTOKENS_BPE_THREADS=1 taskset -c 1 python benchmarks/peers.py
+    python benchmarks/peers.py --vocab o200k_base --corpus en --passes 4   # a quick look
+
+Faces and outputs:
+  tiktoken face (cl100k_base, o200k_base, llama3):  crayon `encode_ordinary` (a list) and
+      `encode_to_numpy` (the engine with array output) against tiktoken and fastokens' tiktoken face;
+  tokenizers face (qwen2_5, llama3_1, gpt2):  crayon `Tokenizer.encode(d).ids` and
+      `encode_ids`-style arrays against tokenizers, fastokens and tokie.
+Every pass checks that all libraries returned the same ids as the reference (a mismatch is
+reported and fails the run). Results: benchmarks/results/peers.{md,json,png}; ratio = crayon MiB/s
+over the best peer's (fastokens or tokie; the references are reported separately).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CRAYON_SHARED", ROOT.parent / "shared"))
+RESULTS = ROOT / "benchmarks" / "results"
+DOC_BYTES = 16 * 1024
+CORPORA = {"en": "en_gutenberg_big.txt", "code": "code_python_stdlib.txt", "zh": "zh_hongloumeng.txt",
+           "multi": "multi_udhr_scripts.txt"}
+TIKTOKEN_VOCABS = ["cl100k_base", "o200k_base", "llama3"]
+HF_VOCABS = ["qwen2_5", "llama3_1", "gpt2"]
+PEERS = ("fastokens", "tokie")
+
+
+def documents(name: str, count: int) -> list[str]:
+    text = (SHARED / "corpora" / CORPORA[name]).read_text(encoding="utf-8")
+    docs, i = [], 0
+    while i < len(text) and len(docs) < count:
+        j = text.rfind("\n", i + DOC_BYTES // 2, i + DOC_BYTES)
+        j = i + DOC_BYTES if j < 0 else j + 1
+        docs.append(text[i:j])
+        i = j
+    return docs
+
+
+def tiktoken_subjects(vocab: str) -> tuple[dict, str]:
+    import tiktoken
+    import tiktoken.load
+
+    import crayon_hf.tiktoken as ct
+    from crayon_hf.tiktoken._encodings import KNOWN_ENCODINGS
+
+    known = KNOWN_ENCODINGS[vocab]
+    rank_file = SHARED / "vocab" / "tiktoken" / f"{known.rank_file}.tiktoken"
+    ranks = tiktoken.load.load_tiktoken_bpe(str(rank_file))
+    ref = tiktoken.Encoding(vocab, pat_str=known.pat_str, mergeable_ranks=ranks, special_tokens={})
+    # Two instances: each output style gets its own engine, so neither sees text the other one
+    # already put in the per-thread caches.
+    ours = ct.Encoding(vocab, pat_str=known.pat_str, mergeable_ranks=ranks, special_tokens={})
+    ours_np = ct.Encoding(vocab, pat_str=known.pat_str, mergeable_ranks=ranks, special_tokens={})
+    subs = {
+        "crayon": lambda d: ours.encode_ordinary(d),
+        "crayon (numpy)": lambda d: ours_np.encode_to_numpy(d, disallowed_special=()),
+        "tiktoken": lambda d: ref.encode_ordinary(d),
+    }
+    try:
+        import fastokens
+
+        fast = fastokens.Tokenizer.from_tiktoken(str(rank_file), pattern=known.pat_str, special_tokens={})
+        subs["fastokens"] = lambda d: fast.encode_ordinary(d).ids
+    except Exception as e:  # noqa: BLE001 - an optional peer that cannot load is reported, not fatal
+        print(f"  fastokens unavailable for {vocab}: {str(e)[:100]}", file=sys.stderr)
+    return subs, "tiktoken"
+
+
+def tokenizers_subjects(vocab: str) -> tuple[dict, str]:
+    import tokenizers
+
+    import crayon_hf
+
+    path = str(SHARED / "vocab" / "hf" / vocab / "tokenizer.json")
+    ours = crayon_hf.Tokenizer.from_file(path)
+    ours_np = crayon_hf.Tokenizer.from_file(path)  # its own engine and caches, as above
+    ref = tokenizers.Tokenizer.from_file(path)
+    subs = {
+        "crayon": lambda d: ours.encode(d).ids,
+        "crayon (numpy)": lambda d: ours_np.encode_batch_to_numpy([d]).ids,
+        "tokenizers": lambda d: ref.encode(d).ids,
+    }
+    try:
+        import fastokens
+
+        fast = fastokens.Tokenizer.from_file(path)
+        subs["fastokens"] = lambda d: fast.encode(d, add_special_tokens=True).ids
+    except Exception as e:  # noqa: BLE001
+        print(f"  fastokens unavailable for {vocab}: {str(e)[:100]}", file=sys.stderr)
+    try:
+        import tokie
+
+        tk = tokie.Tokenizer.from_json(path)
+        subs["tokie"] = lambda d: tk.encode(d).ids
+    except Exception as e:  # noqa: BLE001
+        print(f"  tokie unavailable for {vocab}: {str(e)[:100]}", file=sys.stderr)
+    return subs, "tokenizers"
+
+
+def cell(subs: dict, reference: str, docs: list[str], passes: int, per_pass: int) -> dict:
+    names = list(subs)
+    for name in names:  # warm-up on two documents nobody is timed on
+        for d in docs[:2]:
+            subs[name](d)
+    rates: dict[str, list[float]] = {n: [] for n in names}
+    mismatches = 0
+    for p in range(passes):
+        batch = docs[2 + p * per_pass: 2 + (p + 1) * per_pass]
+        if len(batch) < per_pass:
+            break
+        nbytes = sum(len(d.encode("utf-8")) for d in batch)
+        outs = {}
+        for name in names[p % len(names):] + names[:p % len(names)]:
+            f = subs[name]
+            gc.disable()
+            t0 = time.process_time()
+            out = [f(d) for d in batch]
+            dt = time.process_time() - t0
+            gc.enable()
+            outs[name] = [list(map(int, o)) for o in out]
+            rates[name].append(nbytes / max(dt, 1e-9) / 2**20)
+        mismatches += sum(outs[n] != outs[reference] for n in names)
+    med = {n: statistics.median(r) for n, r in rates.items() if r}
+    peers = [n for n in names if n in PEERS]
+    best = max(peers, key=lambda n: med[n]) if peers else None
+    ratio = lambda ours: statistics.median(a / b for a, b in zip(rates[ours], rates[best])) if best else None  # noqa: E731
+    return {"mib_s": {n: round(v, 1) for n, v in med.items()}, "best_peer": best,
+            "ratio_vs_best_peer": round(ratio("crayon"), 2) if best else None,
+            "ratio_numpy_vs_best_peer": round(ratio("crayon (numpy)"), 2) if best else None,
+            "ratio_vs_reference": round(statistics.median(a / b for a, b in zip(rates["crayon"], rates[reference])), 2),
+            "passes": len(rates["crayon"]), "mismatches": mismatches}
+
+
+def render(rows: list[dict]) -> str:
+    lines = ["| vocabulary | face | corpus | crayon MiB/s | crayon numpy | best peer | peer MiB/s | reference MiB/s "
+             "| crayon / best peer | numpy / best peer | crayon / reference |",
+             "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        m = r["mib_s"]
+        ref = m.get("tiktoken", m.get("tokenizers"))
+        peer = r["best_peer"] or "–"
+        lines.append(f"| {r['vocab']} | {r['face']} | {r['corpus']} | {m['crayon']} | {m['crayon (numpy)']} | {peer} | "
+                     f"{m.get(r['best_peer'], '–')} | {ref} | **{r['ratio_vs_best_peer']}x** | "
+                     f"{r['ratio_numpy_vs_best_peer']}x | {r['ratio_vs_reference']}x |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    labels = [f"{r['vocab']}\n{r['corpus']}" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.7), 4.5))
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r["ratio_vs_best_peer"] or 0 for r in rows], 0.4, label="list output")
+    ax.bar([x + 0.2 for x in xs], [r["ratio_numpy_vs_best_peer"] or 0 for r in rows], 0.4, label="numpy output")
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.axhline(2.0, color="green", lw=0.8, ls="--", label="goal: 2x")
+    ax.set_xticks(list(xs), labels, fontsize=7)
+    ax.set_ylabel("crayon-hf MiB/s / best peer MiB/s")
+    ax.set_title("Single thread, new text: crayon-hf against the fastest peer (fastokens, tokie)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--vocab", action="append", help="a vocabulary (repeatable; default: all six)")
+    ap.add_argument("--corpus", action="append", choices=list(CORPORA), help="a corpus (repeatable; default: all)")
+    ap.add_argument("--passes", type=int, default=8)
+    ap.add_argument("--per-pass", type=int, default=5, help="documents per library per pass")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="where peers.{md,json,png} go")
+    args = ap.parse_args(argv)
+    vocabs = args.vocab or TIKTOKEN_VOCABS + HF_VOCABS
+    corpora = args.corpus or list(CORPORA)
+    docs = {c: documents(c, 2 + args.passes * args.per_pass) for c in corpora}
+    rows = []
+    for vocab in vocabs:
+        subs, reference = tiktoken_subjects(vocab) if vocab in TIKTOKEN_VOCABS else tokenizers_subjects(vocab)
+        face = "tiktoken" if reference == "tiktoken" else "tokenizers"
+        for c in corpora:
+            r = cell(subs, reference, docs[c], args.passes, args.per_pass)
+            r.update(vocab=vocab, face=face, corpus=c)
+            rows.append(r)
+            print(f"{vocab:12s} {c:5s} crayon/{r['best_peer']} = {r['ratio_vs_best_peer']}x "
+                  f"(numpy {r['ratio_numpy_vs_best_peer']}x), vs {reference} {r['ratio_vs_reference']}x  "
+                  f"MiB/s {r['mib_s']}  mismatches {r['mismatches']}", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = {"python": platform.python_version(), "machine": platform.machine(), "cpu_affinity":
+            sorted(os.sched_getaffinity(0)), "doc_bytes": DOC_BYTES, "passes": args.passes, "per_pass": args.per_pass,
+            "date": time.strftime("%Y-%m-%d")}
+    (args.out / "peers.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    (args.out / "peers.md").write_text(
+        "# crayon-hf against the fastest peers\n\nSingle thread (pinned, every pool at one thread), ~16 KiB "
+        "documents no library had seen, libraries taking turns, median of per-pass ratios "
+        f"({args.passes} passes of {args.per_pass} documents). Made by `benchmarks/peers.py`.\n\n"
+        + render(rows) + "\n")
+    plot(rows, args.out / "peers.png")
+    bad = sum(r["mismatches"] for r in rows)
+    if bad:
+        print(f"ids differ from the reference in {bad} library-passes", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
