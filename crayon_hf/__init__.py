@@ -5,6 +5,7 @@ Faces:
     crayon_hf.Tokenizer   a drop-in for ``tokenizers.Tokenizer`` (tokenizer.json files)
     crayon_hf.CrayonTokenizer   a transformers tokenizer (AutoTokenizer, save_pretrained, push_to_hub)
     crayon_hf.DecodeStream      streaming decode for every face (tokenizers.decoders.DecodeStream's API)
+    crayon_hf.load        any tokenizer by name or path (a bundled encoding, a file, a folder)
 
 ``import crayon_hf`` is cheap: the native engine and numpy load when a face is first used, and
 transformers is never imported here -- a small import hook wraps `AutoTokenizer.from_pretrained`
@@ -13,13 +14,29 @@ when transformers loads it, so folders saved by crayon-hf come back as CrayonTok
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # What the module __getattr__ below hands out, for type checkers and editors. At run time
+    # nothing is imported until first use (transformers in particular is only imported by
+    # `crayon_hf.CrayonTokenizer`).
+    from crayon_hf._hf.encoding import Encoding as Encoding
+    from crayon_hf._resolve import load as load
+    from crayon_hf.corpus import encode_corpus as encode_corpus
+    from crayon_hf.streaming import DecodeStream as DecodeStream
+    from crayon_hf.tokenizer import AddedToken as AddedToken
+    from crayon_hf.tokenizer import BatchArrays as BatchArrays
+    from crayon_hf.tokenizer import Tokenizer as Tokenizer
+    from crayon_hf.train import train_bpe as train_bpe
+    from crayon_hf.transformers import CrayonTokenizer as CrayonTokenizer
+    from crayon_hf.transformers import patch_transformers as patch_transformers
+    from crayon_hf.transformers import unpatch_transformers as unpatch_transformers
 
 __version__ = "0.1.0"
 
 __all__ = [
     "__version__", "Tokenizer", "Encoding", "AddedToken", "CrayonTokenizer", "patch_transformers",
-    "unpatch_transformers", "DecodeStream", "BatchArrays", "train_bpe",
+    "unpatch_transformers", "DecodeStream", "BatchArrays", "train_bpe", "load", "encode_corpus",
 ]
 
 _LAZY = {
@@ -32,6 +49,8 @@ _LAZY = {
     "unpatch_transformers": ("crayon_hf.transformers", "unpatch_transformers"),
     "DecodeStream": ("crayon_hf.streaming", "DecodeStream"),
     "train_bpe": ("crayon_hf.train", "train_bpe"),
+    "load": ("crayon_hf._resolve", "load"),
+    "encode_corpus": ("crayon_hf.corpus", "encode_corpus"),
 }
 
 
@@ -44,6 +63,11 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'crayon_hf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The lazy names too, so dir(crayon_hf) and editors' completion list the public API.
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def _install_transformers_hook() -> None:

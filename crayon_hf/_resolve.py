@@ -8,14 +8,43 @@ recognised by their content, never their extension.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from crayon_hf.tiktoken._encodings import BUNDLED
 
+if TYPE_CHECKING:
+    import crayon_hf.tiktoken
+    from crayon_hf.tokenizer import Tokenizer
 
-def load_tokenizer(spec: str, *, pattern: str | None = None):
+
+def load(spec: str | os.PathLike[str], *, pattern: str | None = None) -> crayon_hf.tiktoken.Encoding | Tokenizer:
+    """Loads any tokenizer by name or path.
+
+    `spec` is a bundled tiktoken encoding name (``"cl100k_base"``, ``"o200k_base"``, ...), a
+    cartridge (``.dat``), a tiktoken rank file, a tokenizer.json, a SentencePiece ``.model``, or
+    a HuggingFace tokenizer folder (one holding tokenizer.json). Files are recognised by their
+    content, never their extension; this is what ``crayon ... --tokenizer SPEC`` accepts.
+
+    Returns a ``crayon_hf.tiktoken.Encoding`` for a name, a rank file or a tiktoken cartridge,
+    and a ``crayon_hf.Tokenizer`` for everything else. Both have ``encode_batch_to_numpy``,
+    ``decode`` and ``crayon_backend``. `pattern` is the split pattern of a rank file crayon-hf
+    does not recognise by hash: a bundled name (``"cl100k_base"``, ``"llama3"``, ...) or a regex.
+    Raises ``ValueError`` when `spec` is neither an existing path nor a bundled name.
+
+    ```
+    >>> enc = crayon_hf.load("cl100k_base")
+    >>> enc.encode("hello world")
+    [15339, 1917]
+    ```
+    """
+    return load_tokenizer(os.fspath(spec), pattern=pattern, label="crayon_hf.load")
+
+
+def load_tokenizer(spec: str, *, pattern: str | None = None,
+                   label: str = "--tokenizer") -> crayon_hf.tiktoken.Encoding | Tokenizer:
     """A ``crayon_hf.tiktoken.Encoding`` for a name, rank file or tiktoken cartridge; a
     ``crayon_hf.Tokenizer`` for a tokenizer.json, a folder with one, a SentencePiece model, or a
-    tokenizer.json cartridge."""
+    tokenizer.json cartridge. `label` names the caller in error messages."""
     from crayon_hf.conversion.sniff import FileKind, sniff_file
     from crayon_hf.tiktoken import Encoding, get_encoding
 
@@ -23,12 +52,12 @@ def load_tokenizer(spec: str, *, pattern: str | None = None):
         if spec in BUNDLED:
             return get_encoding(spec)
         raise ValueError(
-            f"--tokenizer {spec!r}: no such file, and not a bundled encoding ({', '.join(BUNDLED)})"
+            f"{label} {spec!r}: no such file, and not a bundled encoding ({', '.join(BUNDLED)})"
         )
     if os.path.isdir(spec):
         inner = os.path.join(spec, "tokenizer.json")
         if not os.path.exists(inner):
-            raise ValueError(f"--tokenizer {spec!r} is a directory without a tokenizer.json")
+            raise ValueError(f"{label} {spec!r} is a directory without a tokenizer.json")
         spec = inner
     kind = sniff_file(spec)
     if kind in (FileKind.TOKENIZER_JSON, FileKind.SENTENCEPIECE):
@@ -55,6 +84,6 @@ def load_tokenizer(spec: str, *, pattern: str | None = None):
             atomic_write(cached, image)
         return Encoding.from_cartridge(cached)
     raise ValueError(
-        f"--tokenizer {spec!r} is a {kind.value}; this version of crayon-hf reads cartridges, tiktoken "
+        f"{label} {spec!r} is a {kind.value}; this version of crayon-hf reads cartridges, tiktoken "
         "rank files, tokenizer.json files, SentencePiece models and bundled encoding names"
     )

@@ -24,7 +24,10 @@ import copy
 
 import os
 import re
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
 
 REPLACEMENT = "\ufffd"
 
@@ -51,6 +54,15 @@ class DecodeStream:
     first chunk is decoded in their context."""
 
     def __init__(self, ids: Sequence[int] | None = None, skip_special_tokens: bool = False) -> None:
+        """A stream primed with `ids` (none by default); `skip_special_tokens` leaves special
+        tokens out of the text, as ``decode(..., skip_special_tokens=True)`` does.
+
+        ```
+        >>> stream = DecodeStream()
+        >>> [stream.step(enc, i) for i in enc.encode("hello world")]
+        ['hello', ' world']
+        ```
+        """
         self.skip_special_tokens = skip_special_tokens
         self._ids: list[int] = list(ids) if ids else []
         self._prefix = ""
@@ -309,6 +321,8 @@ class EncodeStream(_Windows):
     memory is bounded by the longest stretch without a word boundary, not by the input."""
 
     def feed(self, text: str) -> list[int]:
+        """Feeds the next piece of text; returns the ids that no later text can change (maybe
+        none yet)."""
         return self._emit() if self._add(text) else []
 
     def feed_bytes(self, data: bytes) -> list[int]:
@@ -348,15 +362,18 @@ class ParallelEncoder(_Windows):
         self.threads = threads
         self.block_chars = max(64, int(block_chars))
 
-    def feed(self, text: str) -> Any:
+    def feed(self, text: str) -> np.ndarray:
+        """Feeds the next piece of text; returns the ids final so far as a uint32 array."""
         import numpy as np
 
         return self._emit() if self._add(text) else np.zeros(0, dtype=np.uint32)
 
-    def feed_bytes(self, data: bytes) -> Any:
+    def feed_bytes(self, data: bytes) -> np.ndarray:
+        """As `feed`, for UTF-8 bytes that may end inside a character."""
         return self.feed(self._decoder.decode(bytes(data), final=False))
 
-    def finish(self) -> Any:
+    def finish(self) -> np.ndarray:
+        """The remaining ids as a uint32 array; the encoder may then encode a new text."""
         import numpy as np
 
         return self._finish().astype(np.uint32)
@@ -418,7 +435,7 @@ class ParallelEncoder(_Windows):
         return np.concatenate(pieces).astype(np.uint32) if pieces else empty
 
 
-def encode_iter(tokenizer: Any, chunks: Any):
+def encode_iter(tokenizer: Any, chunks: Iterable[str | bytes]) -> Iterator[int]:
     """Yields the ids of the text the chunks make up, as they become final."""
     stream = EncodeStream(tokenizer)
     for chunk in chunks:

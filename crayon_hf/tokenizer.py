@@ -23,7 +23,7 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from crayon_hf._hf.postprocess import PaddingParams, TruncationParams, pad_encod
 from crayon_hf._hf.processors import build_post_processor
 from crayon_hf._threads import default_threads
 
+if TYPE_CHECKING:
+    from crayon_hf.streaming import EncodeStream
+
 __all__ = ["Tokenizer", "AddedToken", "Encoding", "BatchArrays"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
@@ -44,11 +47,13 @@ _MAGIC = b"CRAYONHF"
 
 
 class BatchArrays(NamedTuple):
-    """A batch's encodings as flat arrays (`Tokenizer.encode_batch_to_numpy`).
+    """A batch's encodings as flat arrays (`Tokenizer.encode_batch_to_numpy`,
+    `CrayonTokenizer.encode_batch_to_numpy`).
 
     Document i is ``ids[doc_offsets[i]:doc_offsets[i + 1]]`` and ``offsets`` of the same rows:
     the concatenation of ``encode_batch(...)[i].ids`` and ``.offsets``, templates and padding
-    included."""
+    included. As on every face's ``encode_batch_to_numpy``, the ids come first and the document
+    offsets last: ``ids, *_, doc_offsets = tok.encode_batch_to_numpy(texts)``."""
 
     ids: np.ndarray  # uint32 (n_tokens,)
     offsets: np.ndarray  # int64 (n_tokens, 2): character offsets (start, end) into each document
@@ -56,10 +61,15 @@ class BatchArrays(NamedTuple):
 
 
 class AddedToken:
-    """`tokenizers.AddedToken`: a token added to a tokenizer (that class is accepted too).
+    """`tokenizers.AddedToken`: a token added to a tokenizer with `Tokenizer.add_tokens` /
+    `add_special_tokens` (that class is accepted too).
 
-    As in tokenizers, `normalized` defaults to `not special` until it is set explicitly, so a token
-    made special (here or by `add_special_tokens`) is matched in the raw text."""
+    `single_word`: match only where the token is a whole word. `lstrip` / `rstrip`: the match
+    takes the whitespace to its left / right. `normalized`: match in normalized text (the token's
+    content is normalized too) instead of the raw input; as in tokenizers, it defaults to
+    `not special` until it is set explicitly, so a token made special (here or by
+    `add_special_tokens`) is matched in the raw text. `special`: skipped by
+    ``decode(..., skip_special_tokens=True)``."""
 
     __slots__ = ("content", "single_word", "lstrip", "rstrip", "_normalized", "special")
 
@@ -72,6 +82,7 @@ class AddedToken:
         normalized: bool | None = None,
         special: bool = False,
     ) -> None:
+        """A token with the text `content` and the matching flags described on the class."""
         self.content = "" if content is None else content
         self.single_word = single_word
         self.lstrip = lstrip
@@ -81,6 +92,7 @@ class AddedToken:
 
     @property
     def normalized(self) -> bool:
+        """Whether the token is matched in normalized text: `not special` until set explicitly."""
         return (not self.special) if self._normalized is None else bool(self._normalized)
 
     @normalized.setter
@@ -188,8 +200,19 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
-        """A tokenizer.json (compiled to a cartridge in the cache on first use), a cartridge, or a
-        SentencePiece model (converted to the tokenizer.json transformers builds from it)."""
+        """Loads a tokenizer.json (compiled to a cartridge in the cache on first use), a cartridge,
+        or a SentencePiece model (converted to the tokenizer.json transformers builds from it).
+
+        The kind of file is read from its content, not its extension. A tokenizer.json with a
+        component the engine does not reproduce exactly loads on the `tokenizers` library, with a
+        warning (see `crayon_backend`).
+
+        ```
+        >>> tok = Tokenizer.from_file("llama3_1/tokenizer.json")
+        >>> tok.encode("Hello world").ids
+        [128000, 9906, 1917]
+        ```
+        """
         p = Path(path)
         with open(p, "rb") as f:
             head = f.read(len(_MAGIC))
@@ -212,10 +235,14 @@ class Tokenizer:
 
     @classmethod
     def from_str(cls, json_str: str) -> Tokenizer:
+        """Loads a tokenizer from the text of a tokenizer.json (as `from_file`, compiled and
+        cached by content hash)."""
         return cls.from_buffer(json_str.encode("utf-8"))
 
     @classmethod
     def from_buffer(cls, buffer: bytes, source: str = "tokenizer.json") -> Tokenizer:
+        """Loads a tokenizer from the bytes of a tokenizer.json. `source` names it in error
+        messages."""
         tok, path, reason = cls._native(buffer, source)
         return tok if tok is not None else cls._fallback(buffer, path, reason)
 
@@ -520,6 +547,8 @@ class Tokenizer:
         return data
 
     def to_str(self, pretty: bool = False) -> str:
+        """This tokenizer as tokenizer.json text (added tokens, truncation and padding included),
+        as `save` writes it."""
         if self._ref is not None:
             return self._ref.to_str(pretty)
         return json.dumps(self._data(), ensure_ascii=False, indent=2 if pretty else None)
@@ -550,7 +579,7 @@ class Tokenizer:
             return self._image
         return Path(self._cartridge_path).read_bytes()
 
-    def encode_stream(self) -> Any:
+    def encode_stream(self) -> EncodeStream:
         """A stream: `feed(text)` / `feed_bytes(data)` return the ids final so far, `finish()` the
         rest; together they equal the one-shot encoding (crayon_hf.streaming.EncodeStream)."""
         from crayon_hf.streaming import EncodeStream
@@ -621,6 +650,7 @@ class Tokenizer:
         return self._token_strings_cache
 
     def token_to_id(self, token: str) -> int | None:
+        """The id of `token` (an added token or one of the model's), or None if it has none."""
         if self._ref is not None:
             return self._ref.token_to_id(token)
         for t in self._added:
@@ -629,12 +659,15 @@ class Tokenizer:
         return self._model_vocab().get(token)
 
     def id_to_token(self, id: int) -> str | None:
+        """The token string of `id`, or None for an id outside the vocabulary."""
         if self._ref is not None:
             return self._ref.id_to_token(id)
         v = self._vocab()
         return v[id] if 0 <= id < len(v) else None
 
     def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
+        """The vocabulary as ``{token: id}``, added tokens included unless `with_added_tokens` is
+        False."""
         if self._ref is not None:
             return self._ref.get_vocab(with_added_tokens)
         vocab = dict(self._model_vocab())
@@ -644,6 +677,8 @@ class Tokenizer:
         return vocab
 
     def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        """The number of tokens in the vocabulary, added tokens included unless
+        `with_added_tokens` is False (then: the model's size)."""
         if self._ref is not None:
             return self._ref.get_vocab_size(with_added_tokens)
         if not with_added_tokens:
@@ -651,6 +686,8 @@ class Tokenizer:
         return len(self.get_vocab(True))
 
     def get_added_tokens_decoder(self) -> dict[int, Any]:
+        """The added tokens as ``{id: tokenizers.AddedToken}``, sorted by id (needs the
+        `tokenizers` library, whose AddedToken it returns)."""
         if self._ref is not None:
             return self._ref.get_added_tokens_decoder()
         tokenizers = _reference()
@@ -685,11 +722,16 @@ class Tokenizer:
         return added
 
     def add_tokens(self, tokens: Sequence[Any]) -> int:
+        """Adds tokens (str or `AddedToken`) matched before the model runs; returns how many
+        were new. They live in an overlay: the mapped cartridge is never modified, and
+        `save_cartridge` writes a new file with them compiled in."""
         if self._ref is not None:
             return self._ref.add_tokens(_reference_tokens(tokens))
         return self._add(tokens, special=False)
 
     def add_special_tokens(self, tokens: Sequence[Any]) -> int:
+        """As `add_tokens`, marking the tokens special (skipped by ``decode`` with
+        ``skip_special_tokens=True``; plain strings are then not normalized)."""
         if self._ref is not None:
             added = self._ref.add_special_tokens(_reference_tokens(tokens))
             for t in tokens:
@@ -700,6 +742,8 @@ class Tokenizer:
 
     @property
     def encode_special_tokens(self) -> bool:
+        """Whether special tokens in the input are encoded as ordinary text (split by the model)
+        instead of matched as tokens. Settable, as in `tokenizers`."""
         if self._ref is not None:
             return self._ref.encode_special_tokens
         return self._encode_special_tokens
@@ -715,6 +759,11 @@ class Tokenizer:
 
     def enable_truncation(self, max_length: int, stride: int = 0, strategy: str = "longest_first",
                           direction: str = "right") -> None:
+        """Truncates every later encoding to `max_length` ids (special tokens included), keeping
+        the rest as `Encoding.overflowing` windows that overlap by `stride` ids. `strategy`:
+        "longest_first", "only_first" or "only_second" (for pairs); `direction`: "right" or
+        "left". Raises ``ValueError`` where `tokenizers` does (a length too small for the
+        post-processor's special tokens, for instance)."""
         if self._ref is not None:
             self._ref.enable_truncation(max_length, stride=stride, strategy=strategy, direction=direction)
             return
@@ -723,12 +772,14 @@ class Tokenizer:
         self._truncation = params
 
     def no_truncation(self) -> None:
+        """Turns truncation off."""
         if self._ref is not None:
             self._ref.no_truncation()
         self._truncation = None
 
     @property
     def truncation(self) -> dict[str, Any] | None:
+        """The truncation settings as `tokenizers` reports them, or None when off."""
         if self._ref is not None:
             return self._ref.truncation
         return self._truncation.as_dict() if self._truncation else None
@@ -736,6 +787,9 @@ class Tokenizer:
     def enable_padding(self, direction: str = "right", pad_id: int = 0, pad_type_id: int = 0,
                        pad_token: str = "[PAD]", length: int | None = None,
                        pad_to_multiple_of: int | None = None) -> None:
+        """Pads every later batch (`encode_batch`) to its longest encoding, or every encoding to
+        `length` when given, rounded up to `pad_to_multiple_of`; padding uses `pad_id`,
+        `pad_token` and `pad_type_id`, on the `direction` side ("right" or "left")."""
         if self._ref is not None:
             self._ref.enable_padding(direction=direction, pad_id=pad_id, pad_type_id=pad_type_id,
                                      pad_token=pad_token, length=length, pad_to_multiple_of=pad_to_multiple_of)
@@ -745,17 +799,20 @@ class Tokenizer:
                                                   pad_to_multiple_of=pad_to_multiple_of)
 
     def no_padding(self) -> None:
+        """Turns padding off."""
         if self._ref is not None:
             self._ref.no_padding()
         self._padding = None
 
     @property
     def padding(self) -> dict[str, Any] | None:
+        """The padding settings as `tokenizers` reports them, or None when off."""
         if self._ref is not None:
             return self._ref.padding
         return self._padding.as_dict() if self._padding else None
 
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
+        """How many ids the post-processor adds to one sequence, or to a pair when `is_pair`."""
         if self._ref is not None:
             return self._ref.num_special_tokens_to_add(is_pair)
         return self._processor.added_tokens(is_pair) if self._processor else 0
@@ -802,7 +859,20 @@ class Tokenizer:
         return lazy
 
     def encode(self, sequence: Any, pair: Any = None, is_pretokenized: bool = False,
-               add_special_tokens: bool = True) -> Any:
+               add_special_tokens: bool = True) -> Encoding:
+        """Encodes a sequence, or a pair of sequences, into an `Encoding`.
+
+        `sequence` and `pair` are str, or lists of words when `is_pretokenized`. The
+        post-processor adds its special tokens unless `add_special_tokens` is False; truncation
+        and padding apply as set by `enable_truncation` / `enable_padding`. Ids, tokens, offsets
+        (in characters) and masks are those of `tokenizers`.
+
+        ```
+        >>> enc = tok.encode("Hello world")
+        >>> enc.ids, enc.tokens, enc.offsets
+        ([128000, 9906, 1917], ['<|begin_of_text|>', 'Hello', 'Ġworld'], [(0, 0), (0, 5), (5, 11)])
+        ```
+        """
         if self._ref is not None:
             return self._ref.encode(sequence, pair, is_pretokenized, add_special_tokens)
         try:
@@ -813,7 +883,10 @@ class Tokenizer:
         return post_process(first, second, add_special_tokens, self._truncation, self._padding, self._processor)
 
     def encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False,
-                     add_special_tokens: bool = True) -> list[Any]:
+                     add_special_tokens: bool = True) -> list[Encoding]:
+        """Encodes a list of inputs (each a sequence or a ``(sequence, pair)`` tuple) on native
+        threads with the GIL released; padding, when enabled, pads to the longest in the batch.
+        For throughput, `encode_batch_to_numpy` skips the `Encoding` objects."""
         if self._ref is not None:
             return self._ref.encode_batch(input, is_pretokenized, add_special_tokens)
         return self._encode_batch_with(input, is_pretokenized, add_special_tokens, self._truncation, self._padding,
@@ -921,6 +994,14 @@ class Tokenizer:
         return self._skip_mask_cache
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        """Decodes ids into text with the tokenizer's decoder, leaving out special tokens unless
+        `skip_special_tokens` is False.
+
+        ```
+        >>> tok.decode([128000, 9906, 1917])
+        'Hello world'
+        ```
+        """
         if self._ref is not None:
             return self._ref.decode(ids, skip_special_tokens)
         if type(self._decoder) is ByteLevelDecoder and not self._overlay and self._engine.byte_level:
@@ -934,11 +1015,16 @@ class Tokenizer:
         return decode_ids(ids, skip_special_tokens, self._vocab(), self._skip(), self._decoder)
 
     def decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
+        """Decodes each list of ids, as `decode`."""
         if self._ref is not None:
             return self._ref.decode_batch(sequences, skip_special_tokens)
         return [self.decode(s, skip_special_tokens) for s in sequences]
 
-    def post_process(self, encoding: Encoding, pair: Encoding | None = None, add_special_tokens: bool = True) -> Any:
+    def post_process(self, encoding: Encoding, pair: Encoding | None = None,
+                     add_special_tokens: bool = True) -> Encoding:
+        """Applies truncation, the post-processor (its special tokens unless
+        `add_special_tokens` is False) and padding to the model's encoding of a sequence, or of
+        a pair, as `encode` does after the model."""
         if self._ref is not None:
             return self._ref.post_process(encoding, pair, add_special_tokens)
         return post_process(encoding, pair, add_special_tokens, self._truncation, self._padding, self._processor)

@@ -22,9 +22,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crayon_hf._progress import Progress
+
+if TYPE_CHECKING:
+    from crayon_hf.tokenizer import Tokenizer
 
 __all__ = ["train_bpe", "byte_level_alphabet", "reference_merges", "GPT2_PATTERN"]
 
@@ -156,7 +159,7 @@ def train_bpe(
     byte_level: bool = True,
     pattern: str | None = None,
     threads: int = 0,
-) -> Any:
+) -> Tokenizer:
     """Train a byte-level BPE tokenizer; returns a :class:`crayon_hf.Tokenizer`.
 
     Args:

@@ -32,7 +32,7 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -50,6 +50,10 @@ from crayon_hf._hf.batch import encode_singles
 from crayon_hf._threads import default_threads
 from crayon_hf._hf.encoding import ATTN, ID, SPECIAL, TYPE
 from crayon_hf._hf.postprocess import PaddingParams, TruncationParams
+
+if TYPE_CHECKING:
+    from crayon_hf.streaming import EncodeStream
+    from crayon_hf.tokenizer import BatchArrays
 
 __all__ = ["CrayonTokenizer", "patch_transformers", "unpatch_transformers"]
 
@@ -200,7 +204,7 @@ class CrayonTokenizer(TokenizersBackend):
                 self._crayon_sync()
         return self._crayon
 
-    def encode_stream(self) -> Any:
+    def encode_stream(self) -> EncodeStream:
         """A stream: `feed(text)` / `feed_bytes(data)` return the ids final so far, `finish()` the
         rest; together they equal the one-shot encoding (crayon_hf.streaming.EncodeStream)."""
         from crayon_hf.streaming import EncodeStream
@@ -219,6 +223,40 @@ class CrayonTokenizer(TokenizersBackend):
         with self._crayon_lock:
             self._crayon_sync()
 
+    def encode_batch_to_numpy(self, texts: Sequence[str], add_special_tokens: bool = True) -> BatchArrays:
+        """``tok(texts, add_special_tokens=...)`` as three flat numpy arrays, without a
+        `BatchEncoding` or a Python int per token: ``ids`` (uint32), character ``offsets`` (int64,
+        ``(n_tokens, 2)``) and ``doc_offsets`` (int64, ``len(texts) + 1``); document i is
+        ``ids[doc_offsets[i]:doc_offsets[i + 1]]`` (see `crayon_hf.BatchArrays`). No truncation
+        or padding; special tokens in the text are matched unless `split_special_tokens` is set.
+        The same method exists on every face (`crayon_hf.Tokenizer`, the tiktoken `Encoding`).
+
+        ```
+        >>> ids, offsets, doc_offsets = tok.encode_batch_to_numpy(["Hello world", "hi"])
+        >>> ids[doc_offsets[0]:doc_offsets[1]].tolist() == tok("Hello world")["input_ids"]
+        True
+        ```
+        """
+        from crayon_hf.tokenizer import BatchArrays
+
+        texts = list(texts)
+        engine = self._engine("_encode_plus")
+        if engine is not None:
+            return engine._encode_batch_to_numpy_with(texts, add_special_tokens, None, None,
+                                                      bool(self.split_special_tokens))
+        # On the stock backend: transformers' own call, flattened.
+        rows: list[list[int]] = []
+        spans: list[list[tuple[int, int]]] = []
+        if texts:
+            out = self(texts, add_special_tokens=add_special_tokens, return_offsets_mapping=True,
+                       return_attention_mask=False, return_token_type_ids=False)
+            rows, spans = out["input_ids"], out["offset_mapping"]
+        doc_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in rows], out=doc_offsets[1:])
+        ids = np.array([i for r in rows for i in r], dtype=np.uint32)
+        offsets = np.array([o for s in spans for o in s], dtype=np.int64).reshape(-1, 2)
+        return BatchArrays(ids, offsets, doc_offsets)
+
     # ------------------------------------------------------------------ state changes
 
     def _add_tokens(self, new_tokens: list[Any], special_tokens: bool = False) -> int:
@@ -234,6 +272,8 @@ class CrayonTokenizer(TokenizersBackend):
         return added
 
     def update_post_processor(self) -> None:
+        """transformers' `update_post_processor` (bos/eos settings), then a recompile of the
+        engine so that it follows."""
         super().update_post_processor()
         if getattr(self, "_crayon_lock", None) is not None:
             with self._crayon_lock:

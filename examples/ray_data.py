@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from crayon_hf._resolve import load_tokenizer
+import crayon_hf
 
 
 class TokenizeBatch:
@@ -27,12 +27,10 @@ class TokenizeBatch:
 
     def __call__(self, batch: dict) -> dict:
         texts = [str(t) for t in batch["text"]]
-        if hasattr(self.tok, "encode_ordinary_batch"):  # a tiktoken Encoding
-            ids = self.tok.encode_ordinary_batch(texts, num_threads=1)
-        else:
-            ids = [e.ids for e in self.tok.encode_batch(texts)]
-        out = np.empty(len(ids), dtype=object)
-        out[:] = [np.asarray(x, dtype=np.uint32) for x in ids]
+        # Every face has encode_batch_to_numpy: flat ids first, document offsets last.
+        ids, *_, doc_offsets = self.tok.encode_batch_to_numpy(texts)
+        out = np.empty(len(texts), dtype=object)
+        out[:] = [ids[a:b] for a, b in zip(doc_offsets[:-1], doc_offsets[1:])]
         return {"input_ids": out}
 
 
@@ -40,7 +38,7 @@ def main() -> None:
     import ray
 
     src, dst = sys.argv[1], sys.argv[2]
-    tok = load_tokenizer(sys.argv[3] if len(sys.argv) > 3 else "cl100k_base")
+    tok = crayon_hf.load(sys.argv[3] if len(sys.argv) > 3 else "cl100k_base")
     ray.init()
     ds = ray.data.read_json(src)
     ds = ds.map_batches(TokenizeBatch(tok), batch_format="numpy", batch_size=1024)

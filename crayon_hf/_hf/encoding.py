@@ -86,7 +86,19 @@ def _u32(value: Any) -> int:
 
 
 class Encoding:
-    """The output of a tokenizer, with the public surface of `tokenizers.Encoding`."""
+    """The output of a tokenizer, with the public surface of `tokenizers.Encoding`.
+
+    One row per token: `ids`, `tokens`, `offsets` (character spans in the input), `type_ids`,
+    `attention_mask`, `special_tokens_mask`, `word_ids`, `sequence_ids`; the tokens cut off by
+    truncation are in `overflowing`. The rows are held as numpy arrays (`ids_array`, ...), and a
+    list property builds its list when it is read.
+
+    ```
+    >>> enc = tok.encode("Hello world", add_special_tokens=False)
+    >>> enc.ids, enc.offsets, enc.char_to_token(7)
+    ([9906, 1917], [(0, 5), (5, 11)], 1)
+    ```
+    """
 
     __slots__ = ("_m", "_tokens", "_vocab", "_overflowing", "_ranges", "_cache", "__weakref__")
 
@@ -98,6 +110,7 @@ class Encoding:
     _cache: dict[str | int, Any]  # lists built on access: row index, "tokens", "words", "offsets"
 
     def __init__(self) -> None:
+        """An empty encoding (as ``tokenizers.Encoding()``); tokenizers return filled ones."""
         self._m = _EMPTY
         self._tokens = []
         self._vocab = None
@@ -329,34 +342,44 @@ class Encoding:
 
     @property
     def ids(self) -> list[int]:
+        """The token ids."""
         return list(self._row_list(ID))
 
     @property
     def type_ids(self) -> list[int]:
+        """The type id of each token: 0 for the first sequence, 1 for the pair (as the post-processor
+        sets them)."""
         return list(self._row_list(TYPE))
 
     @property
     def tokens(self) -> list[str]:
+        """The token strings, as the vocabulary spells them."""
         return list(self._token_list())
 
     @property
     def offsets(self) -> list[tuple[int, int]]:
+        """Each token's ``(start, end)`` character span in its input sequence; (0, 0) for special
+        tokens the post-processor added."""
         return list(self._offset_list())
 
     @property
     def attention_mask(self) -> list[int]:
+        """1 for each token, 0 for padding."""
         return list(self._row_list(ATTN))
 
     @property
     def special_tokens_mask(self) -> list[int]:
+        """1 for special tokens added by the post-processor (and padding), 0 for the others."""
         return list(self._row_list(SPECIAL))
 
     @property
     def word_ids(self) -> list[int | None]:
+        """The index of the pre-tokenized word each token comes from (None for added special tokens)."""
         return list(self._word_list())
 
     @property
     def words(self) -> list[int | None]:
+        """Deprecated alias of `word_ids` (warns, as `tokenizers` does)."""
         warnings.warn(
             "Deprecated in 0.9.4: Encoding.words is deprecated, please use Encoding.word_ids instead.",
             DeprecationWarning,
@@ -366,6 +389,8 @@ class Encoding:
 
     @property
     def sequence_ids(self) -> list[int | None]:
+        """Which input sequence each token belongs to: 0 or 1 for a pair, None for special tokens
+        the post-processor added."""
         n = len(self)
         if not self._ranges:
             return [0] * n
@@ -377,42 +402,51 @@ class Encoding:
 
     @property
     def overflowing(self) -> list[Encoding]:
+        """The windows truncation cut off, as encodings of their own (copies)."""
         return [o._clone() for o in self._overflowing]
 
     @property
     def n_sequences(self) -> int:
+        """The number of input sequences: 1, or 2 for a pair."""
         return len(self._ranges) or 1
 
     # numpy views for fast consumers (read-only).
     @property
     def ids_array(self) -> np.ndarray:
+        """`ids` as a read-only int64 numpy view (no list built)."""
         return self._m[ID]
 
     @property
     def attention_mask_array(self) -> np.ndarray:
+        """`attention_mask` as a read-only int64 numpy view."""
         return self._m[ATTN]
 
     @property
     def type_ids_array(self) -> np.ndarray:
+        """`type_ids` as a read-only int64 numpy view."""
         return self._m[TYPE]
 
     @property
     def special_tokens_mask_array(self) -> np.ndarray:
+        """`special_tokens_mask` as a read-only int64 numpy view."""
         return self._m[SPECIAL]
 
     @property
     def offsets_array(self) -> np.ndarray:
+        """`offsets` as a read-only int64 numpy view of shape ``(n_tokens, 2)``."""
         return self._m[START : END + 1].T
 
     # ------------------------------------------------------------------ sequences
 
     def set_sequence_id(self, sequence_id: int) -> None:
+        """Marks every token as belonging to sequence `sequence_id`."""
         self._ranges[_usize(sequence_id)] = (0, len(self))
 
     def _sequence_range(self, sequence_id: int) -> tuple[int, int]:
         return self._ranges.get(sequence_id, (0, len(self)))
 
     def token_to_sequence(self, token_index: int) -> int | None:
+        """The sequence (0 or 1) that the token at `token_index` belongs to, or None."""
         token = _usize(token_index)
         if token > len(self):
             return None
@@ -424,12 +458,15 @@ class Encoding:
         return None
 
     def token_to_chars(self, token_index: int) -> tuple[int, int] | None:
+        """The ``(start, end)`` character span of the token at `token_index` in its sequence, or
+        None when there is no such token."""
         token = _usize(token_index)
         if self.token_to_sequence(token) is None or token >= len(self):
             return None
         return int(self._m[START, token]), int(self._m[END, token])
 
     def token_to_word(self, token_index: int) -> int | None:
+        """The word the token at `token_index` comes from, or None (special tokens, padding)."""
         token = _usize(token_index)
         if self.token_to_sequence(token) is None or token >= len(self):
             return None
@@ -437,6 +474,8 @@ class Encoding:
         return None if w < 0 else w
 
     def word_to_tokens(self, word_index: int, sequence_index: int = 0) -> tuple[int, int] | None:
+        """The ``(first, last + 1)`` token indices of word `word_index` in sequence
+        `sequence_index`, or None when the word has no token."""
         word = _u32(word_index)
         start, stop = self._sequence_range(_usize(sequence_index))
         if start > stop or stop > len(self):
@@ -452,12 +491,16 @@ class Encoding:
         return start + int(hit[0]), start + int(hit[-1]) + 1
 
     def word_to_chars(self, word_index: int, sequence_index: int = 0) -> tuple[int, int] | None:
+        """The ``(start, end)`` character span of word `word_index` in sequence `sequence_index`,
+        or None."""
         span = self.word_to_tokens(word_index, sequence_index)
         if span is None or span[1] == 0:
             return None
         return int(self._m[START, span[0]]), int(self._m[END, span[1] - 1])
 
     def char_to_token(self, char_pos: int, sequence_index: int = 0) -> int | None:
+        """The index of the token covering character `char_pos` of sequence `sequence_index`, or
+        None when no token covers it."""
         pos = _usize(char_pos)
         start, stop = self._sequence_range(_usize(sequence_index))
         if start > stop or stop > len(self):
@@ -469,6 +512,7 @@ class Encoding:
         return start + int(hit[0])
 
     def char_to_word(self, char_pos: int, sequence_index: int = 0) -> int | None:
+        """The word covering character `char_pos` of sequence `sequence_index`, or None."""
         token = self.char_to_token(char_pos, sequence_index)
         if token is None:
             return None
@@ -481,6 +525,8 @@ class Encoding:
         return Encoding._new(self._m[:, start:stop], tokens, self._vocab)
 
     def truncate(self, max_length: int, stride: int = 0, direction: str = "right") -> None:
+        """Truncates in place to `max_length` tokens, from the `direction` side ("right" or
+        "left"); the rest becomes `overflowing` windows overlapping by `stride` tokens."""
         if direction not in ("left", "right"):
             raise ValueError(f"Invalid truncation direction value : {direction}")
         self._truncate(_usize(max_length), _usize(stride), direction)
@@ -525,6 +571,9 @@ class Encoding:
     # ------------------------------------------------------------------ padding
 
     def pad(self, length: int, **kwargs: Any) -> None:
+        """Pads in place (overflowing windows too) to `length` tokens. Keyword arguments, as in
+        `tokenizers`: ``direction`` ("right" or "left"), ``pad_id`` (0), ``pad_type_id`` (0),
+        ``pad_token`` ("[PAD]")."""
         direction, pad_id, pad_type_id, pad_token = "right", 0, 0, "[PAD]"
         for key, value in kwargs.items():
             if key == "direction":
@@ -572,6 +621,8 @@ class Encoding:
 
     @staticmethod
     def merge(encodings: Iterable[Encoding], growing_offsets: bool = True) -> Encoding:
+        """Concatenates encodings into a new one (overflowing windows combined as `tokenizers`
+        does); with `growing_offsets`, each one's offsets continue after the previous one's end."""
         return _merge(list(encodings), growing_offsets)
 
     def _merge_with(self, pair: Encoding, growing_offsets: bool) -> None:

@@ -21,10 +21,26 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from crayon_hf.streaming import EncodeStream
+
 _NATIVE = "native"
 
 
 class Encoding:
+    """A tiktoken encoding (``tiktoken.Encoding``'s API and results) on a cartridge.
+
+    Get one with `get_encoding(name)` (bundled, offline), `Encoding.from_cartridge(path)`, or the
+    constructor (a rank file's ``mergeable_ranks`` and a split pattern, as in tiktoken). Besides
+    tiktoken's attributes (`name`, `max_token_value`, `n_vocab`, ...), ``crayon_backend`` is
+    ``"native"``, or ``"fallback: ..."`` when the split pattern runs on the real tiktoken.
+
+    ```
+    >>> enc = get_encoding("cl100k_base")
+    >>> enc.decode(enc.encode("hello world"))
+    'hello world'
+    ```
+    """
+
     def __init__(
         self,
         name: str,
@@ -115,6 +131,7 @@ class Encoding:
 
     @functools.cached_property
     def special_tokens_set(self) -> set[str]:
+        """The text of every special token."""
         return set(self._special_tokens.keys())
 
     # ====================
@@ -260,7 +277,12 @@ class Encoding:
         disallowed_special: Literal["all"] | Collection[str] = "all",
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
         """`encode_batch` as two flat arrays ``(ids, offsets)``, as `encode_ordinary_batch_to_numpy`
-        returns them. Special tokens as in `encode`: a disallowed one raises ``ValueError``."""
+        returns them. Special tokens as in `encode`: a disallowed one raises ``ValueError``.
+
+        Every face has this method (`crayon_hf.Tokenizer` and `CrayonTokenizer` return
+        ``(ids, offsets, doc_offsets)``, with character offsets in the middle): the ids come first
+        and the document offsets last, so ``ids, *_, doc_offsets = tok.encode_batch_to_numpy(texts)``
+        works on each."""
         if self._fallback is not None:
             return _flat_arrays(
                 self._fallback.encode_batch(
@@ -414,9 +436,11 @@ class Encoding:
 
     @property
     def eot_token(self) -> int:
+        """The id of ``<|endoftext|>`` (``KeyError`` when the encoding has none)."""
         return self._special_tokens["<|endoftext|>"]
 
     def is_special_token(self, token: int) -> bool:
+        """Whether the id `token` is a special token."""
         assert isinstance(token, int)
         return token in self._special_token_values
 
@@ -440,7 +464,7 @@ class Encoding:
                 image = f.read()
         atomic_write(path, image)
 
-    def encode_stream(self) -> Any:
+    def encode_stream(self) -> EncodeStream:
         """A stream: `feed(text)` / `feed_bytes(data)` return the ids final so far, `finish()` the
         rest; together they equal the one-shot encoding (crayon_hf.streaming.EncodeStream)."""
         from crayon_hf.streaming import EncodeStream

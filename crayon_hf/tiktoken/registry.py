@@ -156,7 +156,14 @@ def get_encoding(encoding_name: str) -> Encoding:
 
     The bundled OpenAI encodings are mapped from the cartridge cache; p50k_base and p50k_edit are
     downloaded like tiktoken does; names from `tiktoken_ext` plugins are built from the plugin's
-    constructor."""
+    constructor.
+
+    ```
+    >>> enc = get_encoding("cl100k_base")
+    >>> enc.encode("hello world")
+    [15339, 1917]
+    ```
+    """
     if not isinstance(encoding_name, str):
         raise ValueError(f"Expected a string in get_encoding, got {type(encoding_name)}")
     if encoding_name in ENCODINGS:
