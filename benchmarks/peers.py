@@ -170,14 +170,15 @@ def plot(rows: list[dict], path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    labels = [f"{r['vocab']}\n{r['corpus']}" for r in rows]
-    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.7), 4.5))
+    rows = [r for r in rows if r["best_peer"]]  # no peer loads it: nothing to draw
+    labels = [f"{r['vocab']} · {r['corpus']}" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.55), 5))
     xs = range(len(rows))
     ax.bar([x - 0.2 for x in xs], [r["ratio_vs_best_peer"] or 0 for r in rows], 0.4, label="list output")
     ax.bar([x + 0.2 for x in xs], [r["ratio_numpy_vs_best_peer"] or 0 for r in rows], 0.4, label="numpy output")
     ax.axhline(1.0, color="black", lw=0.8)
     ax.axhline(2.0, color="green", lw=0.8, ls="--", label="goal: 2x")
-    ax.set_xticks(list(xs), labels, fontsize=7)
+    ax.set_xticks(list(xs), labels, fontsize=8, rotation=45, ha="right")
     ax.set_ylabel("crayon-hf MiB/s / best peer MiB/s")
     ax.set_title("Single thread, new text: crayon-hf against the fastest peer (fastokens, tokie)")
     ax.legend(fontsize=8)
@@ -192,7 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--passes", type=int, default=8)
     ap.add_argument("--per-pass", type=int, default=5, help="documents per library per pass")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where peers.{md,json,png} go")
+    ap.add_argument("--replot", action="store_true", help="redraw peers.png from peers.json, measure nothing")
     args = ap.parse_args(argv)
+    if args.replot:
+        plot(json.loads((args.out / "peers.json").read_text())["rows"], args.out / "peers.png")
+        return 0
     vocabs = args.vocab or TIKTOKEN_VOCABS + HF_VOCABS
     corpora = args.corpus or list(CORPORA)
     docs = {c: documents(c, 2 + args.passes * args.per_pass) for c in corpora}
