@@ -73,15 +73,19 @@ def load_tokenizer(spec: str, *, pattern: str | None = None,
             return Tokenizer.from_file(spec)
         return Encoding.from_cartridge(spec)
     if kind is FileKind.TIKTOKEN_RANKS:
-        from crayon_hf._cache import atomic_write, cache_dir
+        from crayon_hf._cache import cache_dir, store
         from crayon_hf.conversion.tiktoken_rank import convert_rank_file
 
         image = convert_rank_file(spec, pattern=pattern)
         import hashlib
 
         cached = cache_dir() / f"rankfile-{hashlib.sha256(image).hexdigest()[:24]}.dat"
-        if not cached.exists():
-            atomic_write(cached, image)
+        if not cached.exists() and not store(cached, image):  # a cache that cannot be written
+            from crayon_hf._native import native
+
+            enc = Encoding.__new__(Encoding)
+            enc._setup(native.TiktokenEngine.from_bytes(image, f"<in-memory {spec}>"), image=image, path=None)
+            return enc
         return Encoding.from_cartridge(cached)
     raise ValueError(
         f"{label} {spec!r} is a {kind.value}; this version of crayon-hf reads cartridges, tiktoken "
