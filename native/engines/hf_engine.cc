@@ -470,6 +470,27 @@ void HfEngine::encode(std::string_view text, bool encode_special_tokens, RawEnco
 
 // The common case in one pass: the original text, pieces from a scanner, the model, offsets from
 // character boundaries. Same output as the general path (tests compare every folder).
+namespace {
+
+// Original offsets of the characters around byte k of a streamed text: tokens of byte-level BPE
+// may split a character, and offsets always cover whole characters.
+struct CharBounds {
+  const uint8_t* bytes;
+  size_t n;
+  uint32_t base;
+  uint32_t start(size_t k) const {  // start of the character holding byte k
+    while (k > 0 && is_continuation(bytes[k])) --k;
+    return static_cast<uint32_t>(base + k);
+  }
+  uint32_t end(size_t k) const {  // end of the character holding byte k
+    ++k;
+    while (k < n && is_continuation(bytes[k])) ++k;
+    return static_cast<uint32_t>(base + k);
+  }
+};
+
+}  // namespace
+
 void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
   const HfBpeModel& model = *bpe_;
   const TiktokenEngine& fast = *model.fast_engine();
@@ -484,15 +505,7 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
   std::vector<HfToken>& tokens = tl_tokens;
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
-  auto char_start = [&](size_t k) {
-    while (k > 0 && is_continuation(bytes[k])) --k;
-    return static_cast<uint32_t>(base + k);
-  };
-  auto char_end = [&](size_t k) {  // end of the character holding byte k
-    ++k;
-    while (k < n && is_continuation(bytes[k])) ++k;
-    return static_cast<uint32_t>(base + k);
-  };
+  const CharBounds chars{bytes, n, base};
   auto damaged = [&](size_t len) {
     throw CartridgeError("invalid cartridge: its fast path's tokens do not tile a " + std::to_string(len) +
                          "-byte word; the vocabulary, rank and trie sections disagree (rebuild the cartridge)");
@@ -524,7 +537,7 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
     if (general) {
       tokens.clear();
       encode_word_checked(model, piece, len, tokens);
-      for (const HfToken& t : tokens) out.push(t.id, char_start(pos + t.start), char_end(pos + t.end - 1), word);
+      for (const HfToken& t : tokens) out.push(t.id, chars.start(pos + t.start), chars.end(pos + t.end - 1), word);
       ++word;
       pos = end;
       continue;
@@ -545,7 +558,7 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       if (r >= n_ranks || rank_to_id[r] >= n_ids || !fast.token_bytes(r, &b) || b.empty() || b.size() > len - at) {
         damaged(len);
       }
-      out.push(rank_to_id[r], char_start(pos + at), char_end(pos + at + b.size() - 1), word);
+      out.push(rank_to_id[r], chars.start(pos + at), chars.end(pos + at + b.size() - 1), word);
       at += b.size();
     }
     if (at != len) damaged(len);
@@ -563,15 +576,7 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
   std::vector<HfToken>& tokens = tl_tokens;
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
-  auto char_start = [&](size_t k) {
-    while (k > 0 && is_continuation(bytes[k])) --k;
-    return static_cast<uint32_t>(base + k);
-  };
-  auto char_end = [&](size_t k) {  // end of the character holding byte k
-    ++k;
-    while (k < n && is_continuation(bytes[k])) ++k;
-    return static_cast<uint32_t>(base + k);
-  };
+  const CharBounds chars{bytes, n, base};
   const size_t expect = out.ids.size() + n / 3 + 16;  // ~4 bytes per token on most text
   out.ids.reserve(expect);
   out.starts.reserve(expect);
@@ -589,7 +594,7 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
       continue;
     }
     for (const HfToken& t : tokens) {
-      out.push(t.id, char_start(pos + t.start), char_end(pos + t.end - 1), word);
+      out.push(t.id, chars.start(pos + t.start), chars.end(pos + t.end - 1), word);
     }
     ++word;
     pos = end;
