@@ -255,7 +255,10 @@ def test_save_pretrained_writes_cartridge_and_entry(name, saved, stock_saved):
     path, ref_path = saved[name], stock_saved[name]
     ref_files = set(os.listdir(ref_path))
     assert {"tokenizer.json", "tokenizer_config.json"} <= ref_files
-    assert set(os.listdir(path)) - {"config.json"} == ref_files | {CARTRIDGE, STATE}
+    # No restorable state where the saved tokenizer.json does not parse back to itself (t5's
+    # Unigram scores come back an ulp off): that folder loads the stock way (_pretrained_state).
+    state = set() if name == "t5_small" else {STATE}
+    assert set(os.listdir(path)) - {"config.json"} == ref_files | {CARTRIDGE} | state
     assert (path / "tokenizer.json").read_bytes() == (ref_path / "tokenizer.json").read_bytes()
 
     config, ref_config = config_of(path), config_of(ref_path)
