@@ -510,11 +510,7 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
     throw CartridgeError("invalid cartridge: its fast path's tokens do not tile a " + std::to_string(len) +
                          "-byte word; the vocabulary, rank and trie sections disagree (rebuild the cartridge)");
   };
-  const size_t expect = out.ids.size() + n / 3 + 16;  // ~4 bytes per token on most text
-  out.ids.reserve(expect);
-  out.starts.reserve(expect);
-  out.ends.reserve(expect);
-  out.words.reserve(expect);
+  out.reserve_more(n / 3 + 16);  // ~4 bytes per token on most text
   for (size_t pos = 0; pos < n;) {
     size_t end = streaming_->piece_end(text, pos);
     if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway
@@ -577,11 +573,7 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
   const CharBounds chars{bytes, n, base};
-  const size_t expect = out.ids.size() + n / 3 + 16;  // ~4 bytes per token on most text
-  out.ids.reserve(expect);
-  out.starts.reserve(expect);
-  out.ends.reserve(expect);
-  out.words.reserve(expect);
+  out.reserve_more(n / 3 + 16);  // ~4 bytes per token on most text
   for (size_t pos = 0; pos < n;) {
     size_t end = streaming_->piece_end(text, pos);
     if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway

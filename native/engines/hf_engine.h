@@ -101,6 +101,14 @@ struct RawEncoding {
   std::vector<uint32_t> words;
   std::vector<std::pair<uint32_t, std::string>> token_text;  // (token index, string)
   void clear() { ids.clear(); starts.clear(); ends.clear(); words.clear(); token_text.clear(); }
+  // Room for `more` tokens past the current ones.
+  void reserve_more(size_t more) {
+    const size_t want = ids.size() + more;
+    ids.reserve(want);
+    starts.reserve(want);
+    ends.reserve(want);
+    words.reserve(want);
+  }
   void push(uint32_t id, uint32_t start, uint32_t end, uint32_t word) {
     ids.push_back(id);
     starts.push_back(start);
