@@ -100,8 +100,8 @@ else:
 
 def run_child(job: dict) -> dict:
     # This checkout's crayon_hf when it is built in place, else the installed one.
-    built = any((ROOT / "crayon_hf").glob("_crayon*.so"))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] * built + [os.environ.get("PYTHONPATH", "")]))
+    built = any((ROOT / "src" / "crayon_hf").glob("_crayon*.so"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src")] * built + [os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(job)], capture_output=True, text=True,
                           cwd=tempfile.gettempdir(), env=env)
     if proc.returncode != 0:

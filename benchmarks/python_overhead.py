@@ -59,10 +59,12 @@ def main() -> None:
     ap.add_argument("--folders", nargs="+", default=FOLDERS)
     ap.add_argument("--repeat", type=int, default=7, help="timeit runs per case (best is kept)")
     ap.add_argument("--batch-repeat", type=int, default=3)
-    ap.add_argument("--root", type=Path, default=ROOT, help="import crayon_hf from this directory")
+    ap.add_argument("--root", type=Path, default=None,
+                    help="import crayon_hf from this directory (default: the installed package)")
     args = ap.parse_args()
 
-    sys.path.insert(0, str(args.root))
+    if args.root:
+        sys.path.insert(0, str(args.root))
     import crayon_hf
     import tokenizers
 

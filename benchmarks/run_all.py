@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # this checkout's crayon_hf, even when another copy is installed
 
 from crayon_hf import cli  # noqa: E402
 

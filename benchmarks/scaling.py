@@ -268,7 +268,8 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--root", type=Path, default=ROOT, help="import crayon_hf from this directory")
+    ap.add_argument("--root", type=Path, default=None,
+                    help="import crayon_hf from this directory (default: the installed package)")
     ap.add_argument("--label", default="current", help="this build's name in the results")
     ap.add_argument("--docs", type=int, default=10_000)
     ap.add_argument("--passes", type=int, default=11)
@@ -282,7 +283,8 @@ def main() -> None:
         write_markdown(json.loads((args.out / "scaling.json").read_text()), args.out / "scaling.md")
         return
 
-    sys.path.insert(0, str(args.root))
+    if args.root:
+        sys.path.insert(0, str(args.root))
     sys.path.insert(1, str(ROOT))
     import crayon_hf
     from crayon_hf.bench.report import machine

@@ -47,7 +47,6 @@ def child(library: str, path: str, vocab_size: int) -> None:
         tok.train([path], trainer)
         doc = json.loads(tok.to_str())
     else:
-        sys.path.insert(0, str(ROOT))
         from crayon_hf import train_bpe
 
         doc = json.loads(train_bpe([path], vocab_size, SPECIALS, show_progress=False).to_str())
@@ -69,7 +68,6 @@ def run_child(library: str, path: str, vocab_size: int) -> dict:
 
 
 def word_types(path: str) -> int:
-    sys.path.insert(0, str(ROOT))
     from crayon_hf._native import native
     from crayon_hf.train import GPT2_PATTERN
 

@@ -15,8 +15,7 @@ if not os.path.exists(os.path.join(os.path.dirname(crayon_hf.__file__), "tiktoke
 ):
     raise RuntimeError(
         f"crayon_hf was imported from {crayon_hf.__file__}, which has no compiled engine: install the "
-        "package (pip install '.[test]') and run `pytest` (not `python -m pytest`, which puts the "
-        "source tree first on sys.path)"
+        "package (pip install '.[test]') and run `pytest`"
     )
 
 

@@ -36,7 +36,7 @@ def test_dir_and_all_list_the_lazy_names():
 
 
 def test_py_typed_ships_with_the_package():
-    assert (ROOT / "crayon_hf" / "py.typed").exists()
+    assert (ROOT / "src" / "crayon_hf" / "py.typed").exists()
     assert os.path.exists(os.path.join(os.path.dirname(crayon_hf.__file__), "py.typed"))
 
 
