@@ -99,12 +99,10 @@ def test_short_mutation_run_is_clean(driver, seeds, tmp_path):
 
 
 def test_text_target_is_clean(drivers, tmp_path):
-    """Arbitrary bytes as text through real engines (fuzz/fuzz_encode_text.cc): seeds are real
-    text, including invalid UTF-8, then mutations."""
-    seeds = tmp_path / "seeds"
-    seeds.mkdir()
-    (seeds / "readme.txt").write_bytes((ROOT / "README.md").read_bytes()[:4000])
-    (seeds / "odd.bin").write_bytes("中文 😀 e\u0301 \x00 ".encode() + b"\xff\xfe\xc0\x80\xed\xa0\x80 " + b"a" * 300)
+    """Arbitrary bytes as text through real engines (fuzz/fuzz_encode_text.cc): the committed seed
+    corpus (fuzz/seeds/encode_text: many scripts, invalid UTF-8, NULs, long runs), then mutations."""
+    seeds = ROOT / "fuzz" / "seeds" / "encode_text"
+    assert len(list(seeds.iterdir())) >= 10, "fuzz/seeds/encode_text is the text target's seed corpus"
     _run(drivers["encode_text"], "-runs=300", "-seed=7", f"-artifact={tmp_path / 'crash-candidate'}", str(seeds),
          str(ROOT / "fuzz" / "regressions" / "encode_text"), cwd=tmp_path)
 
