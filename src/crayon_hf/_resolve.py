@@ -87,7 +87,11 @@ def load_tokenizer(spec: str, *, pattern: str | None = None,
             enc._setup(native.TiktokenEngine.from_bytes(image, f"<in-memory {spec}>"), image=image, path=None)
             return enc
         return Encoding.from_cartridge(cached)
+    from crayon_hf.conversion.sniff import HEAD_BYTES, explain_unknown
+
+    with open(spec, "rb") as f:
+        why = explain_unknown(f.read(HEAD_BYTES))
     raise ValueError(
-        f"{label} {spec!r} is a {kind.value}; this version of crayon-hf reads cartridges, tiktoken "
-        "rank files, tokenizer.json files, SentencePiece models and bundled encoding names"
+        f"{label} {spec!r} is not a tokenizer crayon-hf recognises ({why}); this version reads cartridges, "
+        "tiktoken rank files, tokenizer.json files, SentencePiece models and bundled encoding names"
     )

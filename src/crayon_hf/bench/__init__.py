@@ -59,12 +59,17 @@ def run(tokenizer: str, corpora: Sequence[str | os.PathLike[str]] | None = None,
     """Benchmarks one tokenizer (a bundled encoding name, a tokenizer.json, an HF folder, a
     tiktoken rank file or a cartridge) on the given corpora; writes bench.md, bench.json and
     bench.png under `out` when given. Returns {"machine", "config", "results": [one result]}."""
+    from crayon_hf.bench.report import load_average, load_warning
+
     cfg = config or Config()
+    load_before = load_average()
+    if (warning := load_warning(machine(load_before))):
+        cfg.log(f"warning: {warning}")
     samples = load_samples(corpora, cfg, jsonl_field)
     with tempfile.TemporaryDirectory() as tmp:
         target = resolve(str(tokenizer), Path(tmp), pattern=pattern)
         result = run_target(target, samples, cfg)
-    info = machine()
+    info = machine(load_before)
     report = {"machine": info, "config": config_dict(cfg), "results": [result]}
     if out is not None:
         for path in write(Path(out), [result], info, report["config"], title=f"crayon-hf benchmark: {target.name}"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -15,7 +16,9 @@ COLORS = {"crayon-hf": "#d9534f", "tokenizers": "#8c8c8c", "tiktoken": "#5f5f5f"
           "fastokens": "#7fb77e", "CrayonTokenizer": "#d9534f", "transformers": "#8c8c8c"}
 
 
-def machine() -> dict:
+def machine(load_before: tuple[float, float, float] | None = None) -> dict:
+    """The machine, the library versions, and the load average before the run (`load_before`,
+    from os.getloadavg() when the run started) and now."""
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
@@ -29,12 +32,43 @@ def machine() -> dict:
         pass
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"date": time.strftime("%Y-%m-%d"), "cpu": cpu, "cores": usable, "memory_gib": memory,
-            "python": platform.python_version(), "platform": platform.platform(), "versions": versions()}
+            "python": platform.python_version(), "platform": platform.platform(), "versions": versions(),
+            "load": {"before": list(load_before) if load_before else None, "after": list(load_average() or ()) or None}}
+
+
+def load_average() -> tuple[float, float, float] | None:
+    try:
+        return os.getloadavg()
+    except (OSError, AttributeError):  # not on every platform
+        return None
+
+
+# A run is called loaded when other work kept at least half the usable cores busy before it started:
+# the single-thread passes are pinned to one core, but batch passes, cold loads and the OS share them.
+LOADED_PER_CORE = 0.5
+
+
+def load_warning(info: dict) -> str | None:
+    """A warning when the machine was busy before the run (the 1-minute load average), else None."""
+    before = (info.get("load") or {}).get("before")
+    cores = info.get("cores") or 1
+    if not before or before[0] < LOADED_PER_CORE * cores:
+        return None
+    return (f"the machine was loaded: 1-minute load average {before[0]:.1f} on {cores} usable cores before the run, "
+            "so other processes competed for the cores and speeds are noisy; rerun on an idle machine to compare")
 
 
 def describe(info: dict) -> str:
     mem = f", {info['memory_gib']:.0f} GiB" if info.get("memory_gib") else ""
     return f"{info['date']}, {info['cpu']} ({info['cores']} cores{mem}), Python {info['python']}"
+
+
+def describe_load(info: dict) -> str:
+    load = info.get("load") or {}
+    if not load.get("before"):
+        return "load average not available"
+    text = f"load average {load['before'][0]:.1f} before the run"
+    return text + (" (loaded: speeds are noisy)" if load_warning(info) else " (idle enough)")
 
 
 def _ref_label(result: dict) -> str:
@@ -231,7 +265,10 @@ METHOD = (
 def markdown(results: list[dict], info: dict, title: str = "crayon-hf benchmark") -> str:
     v = info["versions"]
     lib_versions = ", ".join(f"{k} {x}" for k, x in v.items() if x)
-    lines = [f"# {title}", "", f"{describe(info)}. {lib_versions}.", "", METHOD, "", "## Summary", ""]
+    lines = [f"# {title}", "", f"{describe(info)}, {describe_load(info)}. {lib_versions}.", ""]
+    if (warning := load_warning(info)):
+        lines += [f"**Warning**: {warning}.", ""]
+    lines += [METHOD, "", "## Summary", ""]
     lines += summary_table(results) + [""]
     for r in results:
         lines += target_markdown(r)
@@ -250,48 +287,159 @@ def write(out: Path, results: list[dict], info: dict, config: dict, stem: str = 
     path.write_text(markdown(results, info, title) + "\n")
     written.append(path)
     try:
-        written += plot(out, results, info, stem)
+        import matplotlib  # noqa: F401
     except ImportError:
-        print("matplotlib is not installed: no plots (pip install matplotlib)", flush=True)
+        # Said, not skipped silently: on stderr and in the report.
+        note = (f"matplotlib is not installed, so {stem}.png was not drawn: pip install matplotlib "
+                "(or pip install 'crayon-hf[bench]')")
+        print(f"crayon bench: {note}", file=sys.stderr, flush=True)
+        with path.open("a") as f:
+            f.write(f"\nNo plot: {note}.\n")
+        return written
+    written += plot(out, results, info, stem)
     return written
 
 
+# ------------------------------------------------------------------------------------- plots
+#
+# What the tables say, drawn: crayon-hf's single-thread speed over the reference's and over each
+# peer's, per corpus (bar: ratio of the medians, as in the table; whiskers: the lowest and highest
+# ratio of a single pass, every pass being the same documents for every library), on a log axis
+# where 1x is "as fast". Parity, batch, decode and the machine's load are written beside it.
+
+PEER_COLORS = {"tiktoken": "#4d4d4d", "tokenizers": "#4d4d4d", "tokie": "#5b8cc0", "fastokens": "#6aa865"}
+
+
+def pass_ratio(a: dict | None, b: dict | None) -> tuple[float, float, float] | None:
+    """(ratio of median speeds, lowest and highest per-pass ratio) of a over b, or None."""
+    if not a or not b or "encode_mib_s" not in a or "encode_mib_s" not in b or not b["encode_mib_s"]["median"]:
+        return None
+    sa, sb = a["encode_mib_s"], b["encode_mib_s"]
+    mid = sa["median"] / sb["median"]
+    pa, pb = a.get("encode_mib_s_passes"), b.get("encode_mib_s_passes")
+    if pa and pb and len(pa) == len(pb):
+        ratios = [x / y for x, y in zip(pa, pb) if y]
+    else:  # results written before per-pass speeds were kept: the widest band the spreads allow
+        ratios = [sa["min"] / sb["max"], sa["max"] / sb["min"]]
+    return mid, min(ratios + [mid]), max(ratios + [mid])
+
+
+def _compared(r: dict) -> list[str]:
+    """The libraries crayon-hf is compared with: the reference first, then the peers that ran."""
+    return [x for x in _labels(r) if x != "crayon-hf"]
+
+
+def parity_line(r: dict) -> str:
+    ref = _ref_label(r)
+    worst = min(((row["libraries"].get("crayon-hf", {}).get("parity", 0.0), c) for c, row in r["corpora"].items()),
+                default=(None, None))
+    if worst[0] is None:
+        return "parity: not measured"
+    if worst[0] == 1.0:
+        text = f"parity: 100% of documents identical to {ref} on every corpus"
+    else:
+        text = f"parity: NOT exact, {100 * worst[0]:.2f}% of documents identical to {ref} on {worst[1]} (worst)"
+    peers = []
+    for label in _compared(r)[1:]:
+        vals = [row["libraries"].get(label, {}).get("parity") for row in r["corpora"].values()]
+        vals = [v for v in vals if v is not None]
+        if vals:
+            peers.append(f"{label} {100 * min(vals):.1f}%")
+    return text + (f" (peers, worst corpus: {', '.join(peers)})" if peers else "")
+
+
+def _notes(r: dict) -> list[str]:
+    ref = _ref_label(r)
+    lines = [parity_line(r)]
+    s = summary_row(r)
+    extra = []
+    if s["batch_ratio"]:
+        b = r["batch"]
+        extra.append(f"batch on {b['threads']} threads {s['batch_ratio']:.1f}x {ref}")
+    if s["decode_ratio"]:
+        extra.append(f"decode {s['decode_ratio']['median']:.1f}x (median over corpora)")
+    if s["transformers_ratio"]:
+        extra.append(f"transformers call {s['transformers_ratio']:.1f}x stock")
+    if extra:
+        lines.append("; ".join(extra))
+    return lines
+
+
+def _ratio_panel(ax, r: dict, fontsize: float = 9) -> None:
+    import matplotlib.ticker as ticker
+
+    corpora = list(r["corpora"])
+    compared = _compared(r)
+    height = 0.8 / max(1, len(compared))
+    values = []
+    for j, label in enumerate(compared):
+        for i, corpus in enumerate(corpora):
+            libs = r["corpora"][corpus]["libraries"]
+            ratio = pass_ratio(libs.get("crayon-hf"), libs.get(label))
+            if ratio is None:
+                continue
+            mid, lo, hi = ratio
+            y = i - 0.4 + height * (j + 0.5)
+            ax.barh(y, mid, height=height * 0.9, left=0, color=PEER_COLORS.get(label, "#999999"),
+                    label=f"vs {label}" if i == 0 or not values else None)
+            ax.errorbar(mid, y, xerr=[[mid - lo], [hi - mid]], fmt="none", ecolor="black", elinewidth=0.9, capsize=2.5)
+            ax.text(hi * 1.04, y, f"{mid:.2f}x" if mid < 10 else f"{mid:.1f}x", va="center", fontsize=fontsize - 1.5)
+            values += [lo, hi]
+    ax.set_xscale("log")
+    low = min(values + [1.0]) / 1.6
+    high = max(values + [1.0]) * 1.6
+    ax.set_xlim(low, high)
+    ax.axvline(1, color="black", lw=1)
+    ax.text(1, len(corpora) - 0.45, " as fast", fontsize=fontsize - 2, va="bottom")
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_yticks(range(len(corpora)))
+    ax.set_yticklabels([f"{c.rsplit('.', 1)[0]}\n{r['corpora'][c]['bytes'] / 2**20:.2f} MiB" for c in corpora],
+                       fontsize=fontsize - 1)
+    ax.set_ylim(len(corpora) - 0.5, -0.5)  # first corpus on top
+    ax.set_xlabel("crayon-hf speed / other library's speed (single thread, new text; log scale)", fontsize=fontsize)
+    ax.tick_params(axis="x", labelsize=fontsize - 1)
+    ax.grid(axis="x", which="both", alpha=0.25)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, fontsize=fontsize - 1, frameon=False, loc="lower right")
+
+
 def plot(out: Path, results: list[dict], info: dict, stem: str) -> list[Path]:
-    """<stem>.png: single-thread MiB/s per corpus and library, one panel per target; with several
-    targets also <stem>_summary.png: crayon-hf's encode ratio to the reference per target."""
+    """<stem>.png: per target, crayon-hf's speed-up over the reference and each peer per corpus,
+    with per-pass min-max whiskers, parity and the rest in words; with several targets also
+    <stem>_summary.png: the encode ratio to the reference per target."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    written = []
+    written: list[Path] = []
     results = [r for r in results if "error" not in r]
     if not results:
         return written
-    cols = min(len(results), 4)
+    warning = load_warning(info)
+    cols = 1 if len(results) == 1 else min(len(results), 3)
     rows = (len(results) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.9 * rows), squeeze=False)
+    n_corpora = max(len(r["corpora"]) for r in results)
+    n_compared = max(len(_compared(r)) for r in results)
+    panel_h = 1.2 + n_corpora * (0.35 + 0.2 * n_compared)
+    fig = plt.figure(figsize=(11 if cols == 1 else 6.5 * cols, panel_h * rows + 1.4), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.flat[len(results):]:
         ax.set_visible(False)
     for ax, r in zip(axes.flat, results):
-        labels = _labels(r)
-        corpora = list(r["corpora"])
-        width = 0.8 / max(1, len(labels))
-        for j, label in enumerate(labels):
-            ys = [r["corpora"][c]["libraries"].get(label, {}).get("encode_mib_s", {}).get("median", 0) for c in corpora]
-            xs = [i - 0.4 + width * (j + 0.5) for i in range(len(corpora))]
-            ax.bar(xs, ys, width=width, label=label, color=COLORS.get(label, "#bbbbbb"))
-        ax.set_xticks(range(len(corpora)))
-        ax.set_xticklabels([c.split(".", 1)[0] for c in corpora], fontsize=6, rotation=55, ha="right")
-        ax.set_title(r["target"], fontsize=9)
-        ax.set_ylabel("MiB/s, 1 thread", fontsize=7)
-        ax.tick_params(axis="y", labelsize=7)
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=6, frameon=False)
-    fig.suptitle(f"single-thread encode on new text ({describe(info)})", fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+        _ratio_panel(ax, r, fontsize=10 if cols == 1 else 8)
+        notes = "\n".join(_notes(r))
+        ax.set_title(f"{r['target']} (reference: {_ref_label(r)}, backend {r.get('backend')})\n{notes}",
+                     fontsize=10 if cols == 1 else 8, loc="left")
+    subtitle = f"{describe(info)}; {describe_load(info)}"
+    if warning:
+        subtitle += "\nWARNING: " + warning
+    fig.suptitle("crayon-hf encode speed-up per corpus (bars: ratio of median speeds; whiskers: slowest and "
+                 f"fastest pass)\n{subtitle}", fontsize=10, color="#a00000" if warning else "black")
     path = out / f"{stem}.png"
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     written.append(path)
     if len(results) > 1:
@@ -305,25 +453,35 @@ def plot_summary(path: Path, results: list[dict], info: dict) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.patches as mpatches
     import matplotlib.pyplot as plt
 
     rows = [summary_row(r) for r in results if "error" not in r]
     rows = [s for s in rows if s["encode_ratio"]]
-    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(max(8, 0.5 * len(rows) + 3), 5.5), layout="constrained")
     xs = range(len(rows))
     med = [s["encode_ratio"]["median"] for s in rows]
     lo = [m - s["encode_ratio"]["min"] for m, s in zip(med, rows)]
     hi = [s["encode_ratio"]["max"] - m for m, s in zip(med, rows)]
-    colors = ["#5f5f5f" if s["reference"] == "tiktoken" else "#d9534f" for s in rows]
+    colors = ["#4d4d4d" if s["reference"] == "tiktoken" else "#d9534f" for s in rows]
     ax.bar(xs, med, yerr=[lo, hi], color=colors, capsize=3, error_kw={"elinewidth": 0.8})
+    for x, m, s in zip(xs, med, rows):
+        exact = s["parity"] == 1.0
+        ax.text(x, 0.3, f"{m:.1f}x" + ("" if exact else "\nNOT exact"), ha="center", fontsize=7,
+                color="white" if exact else "yellow", rotation=90 if not exact else 0)
     ax.axhline(1, color="black", lw=0.8)
     ax.set_xticks(list(xs))
     ax.set_xticklabels([s["target"] for s in rows], rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("crayon-hf speed / reference speed")
-    ax.set_title(f"single-thread encode on new text, x times the reference (dark: vs tiktoken, red: vs tokenizers)\n"
-                 f"{describe(info)}", fontsize=8)
+    ax.set_ylabel("crayon-hf speed / reference speed (single thread)")
+    exact = all(s["parity"] == 1.0 for s in rows)
+    ax.set_title("crayon-hf single-thread encode on new text, x times the reference (median over corpora, "
+                 "whiskers: slowest and fastest corpus)\n"
+                 + ("parity: every document identical to the reference on every corpus" if exact else
+                    "parity: NOT exact for some vocabularies (see suite.md)")
+                 + f"\n{describe(info)}; {describe_load(info)}", fontsize=9)
+    ax.legend(handles=[mpatches.Patch(color="#4d4d4d", label="vs tiktoken"),
+                       mpatches.Patch(color="#d9534f", label="vs tokenizers")], fontsize=8, frameon=False)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

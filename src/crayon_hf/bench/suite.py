@@ -68,7 +68,12 @@ def update_readme(readme: Path, block: str) -> None:
 
 
 def run_suite(shared: Path, out: Path, readme: Path | None, cfg: Config, only: list[str] | None = None) -> list[dict]:
+    from crayon_hf.bench.report import load_average, load_warning
+
     start = time.perf_counter()
+    load_before = load_average()
+    if (warning := load_warning(machine(load_before))):
+        cfg.log(f"warning: {warning}")
     files = corpus_files(shared)
     if not files:
         raise ValueError(f"no corpora in {shared / 'corpora'}")
@@ -97,7 +102,7 @@ def run_suite(shared: Path, out: Path, readme: Path | None, cfg: Config, only: l
             (out / "suite.partial.json").write_text(json.dumps(json_safe(results)))
     if only:
         results = _merged(out / "suite.json", results)
-    info = machine()
+    info = machine(load_before)
     config = config_dict(cfg) | {"corpora": [f.name for f in files], "shared": str(shared)}
     for path in write(out, results, info, config, stem="suite", title="crayon-hf benchmark suite"):
         cfg.log(f"wrote {path}")
