@@ -313,7 +313,7 @@ def _inspect_data(path: str) -> dict:
 
 
 def _token_list(tokens: list[dict], limit: int = 8) -> str:
-    shown = ", ".join(f"{t['content']!r}={t['id']:,}" for t in tokens[:limit])
+    shown = ", ".join(f"{t['content']!r}={t['id']}" for t in tokens[:limit])
     return shown + (f", ... ({len(tokens) - limit:,} more)" if len(tokens) > limit else "")
 
 

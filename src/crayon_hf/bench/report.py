@@ -371,7 +371,8 @@ def _ratio_panel(ax, r: dict, fontsize: float = 9) -> None:
     corpora = list(r["corpora"])
     compared = _compared(r)
     height = 0.8 / max(1, len(compared))
-    values = []
+    values: list[float] = []
+    bars: list[tuple[float, float]] = []
     for j, label in enumerate(compared):
         for i, corpus in enumerate(corpora):
             libs = r["corpora"][corpus]["libraries"]
@@ -383,21 +384,26 @@ def _ratio_panel(ax, r: dict, fontsize: float = 9) -> None:
             ax.barh(y, mid, height=height * 0.9, left=0, color=PEER_COLORS.get(label, "#999999"),
                     label=f"vs {label}" if i == 0 or not values else None)
             ax.errorbar(mid, y, xerr=[[mid - lo], [hi - mid]], fmt="none", ecolor="black", elinewidth=0.9, capsize=2.5)
-            ax.text(hi * 1.04, y, f"{mid:.2f}x" if mid < 10 else f"{mid:.1f}x", va="center", fontsize=fontsize - 1.5)
+            bars.append((mid, y))
             values += [lo, hi]
     ax.set_xscale("log")
     low = min(values + [1.0]) / 1.6
     high = max(values + [1.0]) * 1.6
     ax.set_xlim(low, high)
+    for mid, y in bars:  # the value at the end of its bar, inside it where the bar is long enough
+        inside = mid / low > 2.2
+        ax.text(mid / 1.03 if inside else mid * 1.03, y, f"{mid:.2f}x" if mid < 10 else f"{mid:.1f}x", va="center",
+                ha="right" if inside else "left", fontsize=fontsize - 1, color="white" if inside else "black",
+                fontweight="bold")
     ax.axvline(1, color="black", lw=1)
-    ax.text(1, len(corpora) - 0.45, " as fast", fontsize=fontsize - 2, va="bottom")
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_yticks(range(len(corpora)))
     ax.set_yticklabels([f"{c.rsplit('.', 1)[0]}\n{r['corpora'][c]['bytes'] / 2**20:.2f} MiB" for c in corpora],
                        fontsize=fontsize - 1)
     ax.set_ylim(len(corpora) - 0.5, -0.5)  # first corpus on top
-    ax.set_xlabel("crayon-hf speed / other library's speed (single thread, new text; log scale)", fontsize=fontsize)
+    ax.set_xlabel("crayon-hf speed / other library's speed (single thread, new text; log scale; 1x: as fast)",
+                  fontsize=fontsize)
     ax.tick_params(axis="x", labelsize=fontsize - 1)
     ax.grid(axis="x", which="both", alpha=0.25)
     handles, labels = ax.get_legend_handles_labels()
@@ -428,16 +434,20 @@ def plot(out: Path, results: list[dict], info: dict, stem: str) -> list[Path]:
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.flat[len(results):]:
         ax.set_visible(False)
+    import textwrap
+
     for ax, r in zip(axes.flat, results):
         _ratio_panel(ax, r, fontsize=10 if cols == 1 else 8)
-        notes = "\n".join(_notes(r))
+        notes = "\n".join(textwrap.fill(line, 120 if cols == 1 else 85) for line in _notes(r))
         ax.set_title(f"{r['target']} (reference: {_ref_label(r)}, backend {r.get('backend')})\n{notes}",
                      fontsize=10 if cols == 1 else 8, loc="left")
-    subtitle = f"{describe(info)}; {describe_load(info)}"
+    width = int((11 if cols == 1 else 6.5 * cols) * 13)  # characters that fit the figure at this font size
+    lines = ["crayon-hf encode speed-up per corpus (bars: ratio of median speeds; whiskers: slowest and fastest pass)",
+             f"{describe(info)}; {describe_load(info)}"]
     if warning:
-        subtitle += "\nWARNING: " + warning
-    fig.suptitle("crayon-hf encode speed-up per corpus (bars: ratio of median speeds; whiskers: slowest and "
-                 f"fastest pass)\n{subtitle}", fontsize=10, color="#a00000" if warning else "black")
+        lines.append("WARNING: " + warning)
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in lines), fontsize=10,
+                 color="#a00000" if warning else "black")
     path = out / f"{stem}.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -474,13 +484,22 @@ def plot_summary(path: Path, results: list[dict], info: dict) -> Path:
     ax.set_xticklabels([s["target"] for s in rows], rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("crayon-hf speed / reference speed (single thread)")
     exact = all(s["parity"] == 1.0 for s in rows)
-    ax.set_title("crayon-hf single-thread encode on new text, x times the reference (median over corpora, "
-                 "whiskers: slowest and fastest corpus)\n"
-                 + ("parity: every document identical to the reference on every corpus" if exact else
-                    "parity: NOT exact for some vocabularies (see suite.md)")
-                 + f"\n{describe(info)}; {describe_load(info)}", fontsize=9)
+    import textwrap
+
+    width = int(max(8, 0.5 * len(rows) + 3) * 12)
+    lines = ["crayon-hf single-thread encode on new text, x times the reference (median over corpora, whiskers: "
+             "slowest and fastest corpus)",
+             "parity: every document identical to the reference on every corpus" if exact else
+             "parity: NOT exact for some vocabularies (see suite.md)",
+             f"{describe(info)}; {describe_load(info)}"]
+    if (warning := load_warning(info)):
+        lines.append("WARNING: " + warning)
+    ax.set_title("\n".join(textwrap.fill(line, width) for line in lines), fontsize=9,
+                 color="#a00000" if warning else "black")
+    ax.set_ylim(0, max(s["encode_ratio"]["max"] for s in rows) * 1.15 if rows else 2)
     ax.legend(handles=[mpatches.Patch(color="#4d4d4d", label="vs tiktoken"),
-                       mpatches.Patch(color="#d9534f", label="vs tokenizers")], fontsize=8, frameon=False)
+                       mpatches.Patch(color="#d9534f", label="vs tokenizers")], fontsize=8, frameon=True,
+              loc="upper left", ncols=2)
     ax.grid(axis="y", alpha=0.3)
     fig.savefig(path, dpi=110)
     plt.close(fig)
