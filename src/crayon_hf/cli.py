@@ -128,7 +128,7 @@ def _convert_tokenizer_json(args: argparse.Namespace, source: bytes, what: str, 
         )
     tok.save_cartridge(args.output)
     loaded = Tokenizer.from_file(args.output)
-    specials = sum(1 for t in loaded.get_added_tokens_decoder().values() if t.special)
+    specials = sum(1 for t in json.loads(loaded.to_str()).get("added_tokens") or () if t.get("special"))
     print(
         f"wrote {args.output}: {what}, {loaded.get_vocab_size():,} ids ({specials:,} special), "
         f"{os.path.getsize(args.output) / 1e6:.2f} MB, backend {loaded.crayon_backend}, "
