@@ -266,3 +266,78 @@ def test_batch_threads_follow_the_environment(monkeypatch):
     serial = [e.ids for e in tok.encode_batch(docs)]
     monkeypatch.setenv("RAYON_NUM_THREADS", "1")
     assert [e.ids for e in tok.encode_batch(docs)] == serial
+
+
+# ------------------------------------------------------------------------------ the picture
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    import struct
+
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+def _result_with_peer(tmp_path: Path, small_corpus: Path) -> dict:
+    cfg = quiet()
+    result = run_target(resolve("r50k_base", tmp_path), load_samples([small_corpus], cfg), cfg)
+    # A peer, as tokie or fastokens would appear: half crayon-hf's speed on every pass.
+    row = result["corpora"][small_corpus.name]["libraries"]
+    ours = row["crayon-hf"]
+    row["peer"] = {"encode_mib_s": {k: (v / 2 if k != "n" else v) for k, v in ours["encode_mib_s"].items()},
+                   "encode_mib_s_passes": [x / 2 for x in ours["encode_mib_s_passes"]], "parity": 1.0}
+    result["libraries"]["peer"] = {"role": "optional", "status": "ok"}
+    return result
+
+
+def test_plot_is_a_readable_speed_up_picture(tmp_path, small_corpus):
+    """bench.png: speed-up over the reference and each peer, a size worth sharing; the ratios and
+    whiskers are the per-pass ones the JSON holds."""
+    pytest.importorskip("matplotlib")
+    from crayon_hf.bench.report import machine, pass_ratio, plot
+
+    result = _result_with_peer(tmp_path, small_corpus)
+    libs = result["corpora"][small_corpus.name]["libraries"]
+    mid, lo, hi = pass_ratio(libs["crayon-hf"], libs["peer"])
+    assert mid == pytest.approx(2.0) and lo == pytest.approx(2.0) and hi == pytest.approx(2.0)
+    ours, ref = libs["crayon-hf"], libs["tiktoken"]
+    per_pass = [a / b for a, b in zip(ours["encode_mib_s_passes"], ref["encode_mib_s_passes"])]
+    mid, lo, hi = pass_ratio(ours, ref)
+    assert mid == ours["encode_mib_s"]["median"] / ref["encode_mib_s"]["median"]
+    assert lo == min(per_pass + [mid]) and hi == max(per_pass + [mid])
+    (path,) = plot(tmp_path, [result], machine((0.0, 0.0, 0.0)), "bench")
+    width, height = _png_size(path)
+    assert width >= 1000 and height >= 300
+
+
+def test_a_loaded_machine_is_warned_about(tmp_path, small_corpus, monkeypatch):
+    from crayon_hf.bench import report
+
+    info = report.machine((64.0, 64.0, 64.0))
+    assert info["load"]["before"] == [64.0, 64.0, 64.0]
+    warning = report.load_warning(info)
+    assert warning and "loaded" in warning and "64.0" in warning
+    assert report.load_warning(report.machine((0.0, 0.0, 0.0))) is None
+    result = _result_with_peer(tmp_path, small_corpus)
+    report.write(tmp_path / "out", [result], info, {})
+    md = (tmp_path / "out" / "bench.md").read_text()
+    assert "**Warning**: the machine was loaded" in md
+    # crayon bench says it on stderr before measuring.
+    lines: list[str] = []
+    monkeypatch.setattr(report, "load_average", lambda: (64.0, 64.0, 64.0))
+    run("r50k_base", [small_corpus], config=quiet(log=lines.append))
+    assert any(line.startswith("warning: the machine was loaded") for line in lines)
+
+
+def test_missing_matplotlib_is_said(tmp_path, small_corpus, monkeypatch, capsys):
+    import sys
+
+    from crayon_hf.bench import report
+
+    result = _result_with_peer(tmp_path, small_corpus)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    written = report.write(tmp_path / "out", [result], report.machine(None), {})
+    assert {p.name for p in written} == {"bench.json", "bench.md"}
+    assert "matplotlib is not installed, so bench.png was not drawn" in capsys.readouterr().err
+    assert "No plot: matplotlib is not installed" in (tmp_path / "out" / "bench.md").read_text()
