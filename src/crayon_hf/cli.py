@@ -668,6 +668,8 @@ def cmd_encode_corpus(args: argparse.Namespace) -> int:
                            "--allowed-special is for tokenizer.json vocabularies here (crayon encode takes it for both)")
     else:
         tokenizer = codec.tok
+        # OUTPUT.json names a loaded tokenizer by its `name`: the spec as given, as for a spec string.
+        tokenizer.name = args.tokenizer
     try:
         s = encode_corpus(args.inputs, args.output, tokenizer, format=fmt, append_eos=args.append_eos,
                           eos_token=args.eos_token, jsonl_field=args.jsonl_field, threads=args.threads,
