@@ -22,7 +22,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, cast
 
 from crayon_hf import __version__
 
@@ -228,7 +228,7 @@ def _component(c: dict | None) -> str:
         return "none"
     kind = c.get("type", "?")
     if kind == "Sequence":
-        parts = next((c[k] for k in ("normalizers", "pretokenizers", "processors", "decoders") if k in c), [])
+        parts: list = next((c[k] for k in ("normalizers", "pretokenizers", "processors", "decoders") if k in c), [])
         return " -> ".join(_component(x) for x in parts) or "empty Sequence"
     if kind == "Split":
         pattern = c.get("pattern") or {}
@@ -448,7 +448,7 @@ class _Codec:
         from crayon_hf.tokenizer import Tokenizer
 
         spec = _spec(args)
-        self.tok = load_tokenizer(spec, pattern=getattr(args, "pattern", None))
+        self.tok: Any = cast(Any, load_tokenizer(spec, pattern=getattr(args, "pattern", None)))  # either face
         self.tiktoken = not isinstance(self.tok, Tokenizer)
         self.label = self.tok.name if self.tiktoken else spec
         allowed = getattr(args, "allowed_special", None)
