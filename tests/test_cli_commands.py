@@ -106,7 +106,16 @@ def test_count_a_tokenizer_json_equals_tokenizers(tmp_path, capsys):
     assert run_cli("count", "-t", str(folder), str(doc)) == 0
     ref = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
     ref.encode_special_tokens = True
-    assert capsys.readouterr().out.split()[0] == str(len(ref.encode(text, add_special_tokens=False).ids))
+    n = len(ref.encode(text, add_special_tokens=False).ids)
+    assert capsys.readouterr().out.split()[0] == str(n)
+    # A tokenizer.json that truncates and pads: every token of the file is still counted.
+    data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    data["truncation"] = {"direction": "Right", "max_length": 16, "strategy": "LongestFirst", "stride": 0}
+    data["padding"] = {"strategy": {"Fixed": 16}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0,
+                       "pad_type_id": 0, "pad_token": "[PAD]"}
+    truncating = write(tmp_path / "tokenizer.json", json.dumps(data))
+    assert run_cli("count", "-t", str(truncating), str(doc)) == 0
+    assert capsys.readouterr().out.split()[0] == str(n)
 
 
 def test_stdin_and_python_dash_m(tmp_path):

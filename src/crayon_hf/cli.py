@@ -466,6 +466,11 @@ class _Codec:
                                "encode_special_tokens): use --allowed-special all, or leave it out for ordinary text")
             self.tok.encode_special_tokens = allowed is None
             self.allowed = allowed
+            # Every token of the file: a tokenizer.json's own truncation or padding does not apply.
+            if self.tok.truncation is not None:
+                self.tok.no_truncation()
+            if self.tok.padding is not None:
+                self.tok.no_padding()
 
     @property
     def vocab_size(self) -> int:
@@ -473,7 +478,8 @@ class _Codec:
 
     def encode(self, text: str, name: str):
         """All ids of one text, uint32. tiktoken: cut where no token can change and encoded on all
-        cores; a tokenizer.json: one encode, exactly what tokenizers returns for the text."""
+        cores; a tokenizer.json: one encode, exactly what tokenizers returns for the text (without
+        the post-processor's special tokens, truncation or padding)."""
         import numpy as np
 
         if not self.tiktoken:
