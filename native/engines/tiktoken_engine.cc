@@ -81,12 +81,6 @@ size_t last_utf8_char(std::string_view s, uint32_t* cp) {
   return 0;
 }
 
-bool is_ascii(const uint8_t* s, size_t n) {
-  uint8_t any = 0;
-  for (size_t i = 0; i < n; ++i) any |= s[i];
-  return any < 0x80;
-}
-
 bool valid_utf8(std::string_view s) {
   size_t i = 0;
   const size_t n = s.size();
@@ -330,6 +324,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     backtrack_.memo_owner = owner_;
     use_backtrack_ = true;
   }
+  pieces_ = make_piece_tables(bpe_, use_backtrack_ ? &backtrack_ : nullptr);
 }
 
 void TiktokenEngine::check_tables() const {
@@ -365,7 +360,7 @@ void TiktokenEngine::byte_pair_encode(const uint8_t* piece, size_t n, std::vecto
 }
 
 void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
-  const int32_t whole = token_rank(bpe_, piece, n);
+  const int32_t whole = piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
     return;
@@ -386,7 +381,7 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
 }
 
 void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
-  const int32_t whole = token_rank(bpe_, piece, n);
+  const int32_t whole = piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
   } else {
@@ -395,15 +390,7 @@ void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::
 }
 
 void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
-  if (n <= 8 || (n <= kSmallPiece && is_ascii(piece, n))) {
-    // Short pieces: the quadratic loop beats backtracking (measured per length: ASCII up to 12
-    // bytes, other scripts up to 8; past that, backtracking wins on Chinese).
-    bpe_encode_small(bpe_, piece, n, out);
-  } else if (use_backtrack_) {
-    bpe_encode_backtrack(bpe_, backtrack_, piece, n, out);
-  } else {
-    bpe_encode_heap(bpe_, piece, n, out);
-  }
+  bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
 }
 
 void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,

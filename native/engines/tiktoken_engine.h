@@ -105,6 +105,9 @@ class TiktokenEngine {
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // The tables of the per-piece encoder (models/piece_encoder.h), for the batch stages and the
+  // CUDA module. Valid once ready() has succeeded.
+  const piece::PieceTables& piece_tables() const { return pieces_; }
   // BPE merge loop without the whole-piece shortcut (tiktoken's byte_pair_encode).
   void byte_pair_encode(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
 
@@ -139,6 +142,7 @@ class TiktokenEngine {
   uint32_t n_specials_ = 0;
   BacktrackTables backtrack_;
   bool use_backtrack_ = false;
+  piece::PieceTables pieces_;  // what models/piece_encoder.h reads: bpe_ and backtrack_'s tables
   const uint32_t* special_text_offsets_ = nullptr;
   const char* special_text_ = nullptr;
   size_t special_text_size_ = 0;
