@@ -393,8 +393,8 @@ void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<ui
   bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
 }
 
-void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
-                                    bool cached) const {
+template <class F>
+void TiktokenEngine::for_each_piece(std::string_view seg, F&& f) const {
   const uint8_t* s = reinterpret_cast<const uint8_t*>(seg.data());
   size_t pos = 0;
   if (regex_ != nullptr) {
@@ -402,20 +402,43 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
     // cannot match empty (checked at load), so every search moves forward.
     size_t ms = 0, me = 0;
     while (pos < seg.size() && regex_->search(seg, pos, ms, me)) {
-      const size_t before = out.size();
-      cached ? encode_piece(s + ms, me - ms, out) : encode_piece_uncached(s + ms, me - ms, out);
-      if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+      f(s + ms, me - ms);
       pos = me;
     }
     return;
   }
   while (pos < seg.size()) {
     const size_t end = piece_end(pattern_, seg, pos);
-    const size_t before = out.size();
-    cached ? encode_piece(s + pos, end - pos, out) : encode_piece_uncached(s + pos, end - pos, out);
-    if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+    f(s + pos, end - pos);
     pos = end;
   }
+}
+
+template <class Segment, class Special>
+void TiktokenEngine::for_each_segment(std::string_view text, const std::vector<uint8_t>& allowed, Segment&& segment,
+                                      Special&& special) const {
+  size_t start = 0;
+  const bool any_allowed = std::find(allowed.begin(), allowed.end(), 1) != allowed.end();
+  while (true) {
+    SpecialMatch m;
+    if (any_allowed) {
+      m = specials_.find(text, start, [&](int32_t i) { return static_cast<size_t>(i) < allowed.size() && allowed[i] != 0; });
+    }
+    const size_t end = m.index >= 0 ? m.pos : text.size();
+    segment(text.substr(start, end - start));
+    if (m.index < 0) break;
+    special(m);
+    start = m.pos + m.len;
+  }
+}
+
+void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
+                                    bool cached) const {
+  for_each_piece(seg, [&](const uint8_t* p, size_t n) {
+    const size_t before = out.size();
+    cached ? encode_piece(p, n, out) : encode_piece_uncached(p, n, out);
+    if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+  });
 }
 
 void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out, bool cached) const {
@@ -428,21 +451,27 @@ SpecialMatch TiktokenEngine::find_special(std::string_view text, const std::vect
 
 size_t TiktokenEngine::encode(std::string_view text, const std::vector<uint8_t>& allowed, std::vector<uint32_t>& out) const {
   size_t last_piece_len = 0;
-  size_t start = 0;
-  const bool any_allowed = std::find(allowed.begin(), allowed.end(), 1) != allowed.end();
-  while (true) {
-    SpecialMatch m;
-    if (any_allowed) {
-      m = specials_.find(text, start, [&](int32_t i) { return static_cast<size_t>(i) < allowed.size() && allowed[i] != 0; });
-    }
-    const size_t end = m.index >= 0 ? m.pos : text.size();
-    encode_segment(text.substr(start, end - start), out, &last_piece_len, true);
-    if (m.index < 0) break;
-    out.push_back(special_ids_[m.index]);
-    start = m.pos + m.len;
-    last_piece_len = 0;
-  }
+  for_each_segment(
+      text, allowed, [&](std::string_view seg) { encode_segment(seg, out, &last_piece_len, true); },
+      [&](const SpecialMatch& m) {
+        out.push_back(special_ids_[m.index]);
+        last_piece_len = 0;
+      });
   return last_piece_len;
+}
+
+void TiktokenEngine::split_pieces(std::string_view text, uint64_t base, const std::vector<uint8_t>& allowed,
+                                  std::vector<BatchPiece>& out) const {
+  const char* const origin = text.data();
+  auto at = [&](const void* p) {
+    return static_cast<uint32_t>(base + static_cast<uint64_t>(static_cast<const char*>(p) - origin));
+  };
+  for_each_segment(
+      text, allowed,
+      [&](std::string_view seg) {
+        for_each_piece(seg, [&](const uint8_t* p, size_t n) { out.push_back(BatchPiece{at(p), static_cast<uint32_t>(n)}); });
+      },
+      [&](const SpecialMatch& m) { out.push_back(BatchPiece{at(text.data() + m.pos), kSpecialPiece | special_ids_[m.index]}); });
 }
 
 bool TiktokenEngine::decode(const uint32_t* ids, size_t n, std::string& out, uint32_t* bad) const {

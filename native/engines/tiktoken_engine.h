@@ -25,6 +25,7 @@
 #include "core/cartridge.h"
 #include "text/pretokenize.h"
 #include "text/regex.h"
+#include "engines/batch_stages.h"
 #include "engines/special_tokens.h"
 
 namespace crayon {
@@ -100,6 +101,12 @@ class TiktokenEngine {
   // all_specials is true).
   SpecialMatch find_special(std::string_view text, const std::vector<uint8_t>& set) const;
 
+  // Pre-tokenization alone, for the batch stages (engines/piece_batch.h): appends text's pieces,
+  // and its allowed special tokens as special pieces, with byte offsets counted from `base` (the
+  // text's offset in the batch; base + text.size() < 2^32, and no piece reaches kSpecialPiece bytes).
+  void split_pieces(std::string_view text, uint64_t base, const std::vector<uint8_t>& allowed,
+                    std::vector<BatchPiece>& out) const;
+
   // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
   // several tokens go through the calling thread's PieceCache first).
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
@@ -130,6 +137,13 @@ class TiktokenEngine {
   // BPE of a piece that is not a single token.
   void encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
+  // Calls f(bytes, n) for every piece of a segment (no special tokens inside).
+  template <class F>
+  void for_each_piece(std::string_view seg, F&& f) const;
+  // Splits text at its allowed special tokens: segment(text between them), special(match).
+  template <class Segment, class Special>
+  void for_each_segment(std::string_view text, const std::vector<uint8_t>& allowed, Segment&& segment,
+                        Special&& special) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
   uint64_t owner_;  // unique per engine: keys the per-thread memo caches

@@ -19,6 +19,7 @@
 #include "core/parallel.h"
 #include "text/normalize.h"
 #include "text/pretokenize.h"
+#include "engines/piece_batch.h"
 #include "engines/tiktoken_engine.h"
 #include "core/xxhash64.h"
 
@@ -820,6 +821,153 @@ void bind_hf(py::module_& m) {
 
 void bind_trainer(py::module_& m);  // bindings_train.cc
 
+// A batch split into pieces (engines/piece_batch.h), for the CUDA module: its arrays are numpy
+// views of the batch, and encode_reference runs the CPU engine on the pieces handed back.
+struct PyPieceBatch {
+  py::object engine;  // the PyEngine, kept alive with the batch
+  std::shared_ptr<PieceBatch> batch;
+};
+
+// `arr` as a read-only numpy view whose base keeps `owner` alive.
+template <class T>
+py::array view_of(const T* data, std::vector<py::ssize_t> shape, const py::object& owner) {
+  py::array a(py::dtype::of<T>(), std::move(shape), data, owner);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+void bind_piece_batches(py::module_& m) {
+  py::class_<PyPieceBatch>(m, "PieceBatch",
+                           "A batch of texts pre-tokenized into pieces (the CUDA module's input); see "
+                           "native/engines/piece_batch.h.")
+      .def_property_readonly("text", [](py::object self) {
+        const PieceBatch& b = *self.cast<PyPieceBatch&>().batch;
+        return view_of(reinterpret_cast<const uint8_t*>(b.text.data()), {static_cast<py::ssize_t>(b.text.size())}, self);
+      }, "Every document's UTF-8 bytes, concatenated (uint8).")
+      .def_property_readonly("pieces", [](py::object self) {
+        const PieceBatch& b = *self.cast<PyPieceBatch&>().batch;
+        return view_of(reinterpret_cast<const uint32_t*>(b.pieces.data()), {static_cast<py::ssize_t>(b.pieces.size()), 2}, self);
+      }, "(n, 2) uint32: each piece's byte start and length (high bit: a special token's id).")
+      .def_property_readonly("doc_pieces", [](py::object self) {
+        const PieceBatch& b = *self.cast<PyPieceBatch&>().batch;
+        return view_of(b.doc_pieces.data(), {static_cast<py::ssize_t>(b.doc_pieces.size())}, self);
+      }, "n_docs + 1 uint64: document d's pieces are doc_pieces[d]:doc_pieces[d + 1].")
+      .def_property_readonly("long_pieces", [](py::object self) {
+        const PieceBatch& b = *self.cast<PyPieceBatch&>().batch;
+        return view_of(b.long_pieces.data(), {static_cast<py::ssize_t>(b.long_pieces.size())}, self);
+      }, "Indexes of the pieces longer than device_piece_max (uint32), encoded on the CPU.")
+      .def("encode_reference", [](const PyPieceBatch& pb, py::array_t<uint32_t, py::array::c_style | py::array::forcecast> indexes, size_t num_threads) {
+        // The CPU engine on the pieces `indexes`: (counts int32, ids uint32 concatenated).
+        const PieceBatch& b = *pb.batch;
+        const PyEngine& pe = pb.engine.cast<const PyEngine&>();
+        const uint32_t* idx = indexes.data();
+        const size_t n = static_cast<size_t>(indexes.size());
+        for (size_t k = 0; k < n; ++k) {
+          if (idx[k] >= b.pieces.size()) throw py::index_error("piece index out of range");
+        }
+        py::array_t<int32_t> counts(static_cast<py::ssize_t>(n));
+        std::vector<std::vector<uint32_t>> ids(n);
+        bool missing = false;
+        uint8_t missing_byte = 0;
+        {
+          py::gil_scoped_release release;
+          const TiktokenEngine& e = *pe;
+          const uint8_t* text = reinterpret_cast<const uint8_t*>(b.text.data());
+          try {
+            parallel_for(n, num_threads, [&](size_t k) {
+              const BatchPiece p = b.pieces[idx[k]];
+              if (p.len & kSpecialPiece) ids[k].push_back(p.len & ~kSpecialPiece);
+              else e.encode_piece(text + p.start, p.len, ids[k]);
+            });
+          } catch (const BpeError& err) {
+            missing = true;
+            missing_byte = err.byte();
+          }
+        }
+        if (missing) raise_missing_byte(BpeError(missing_byte));
+        size_t total = 0;
+        for (size_t k = 0; k < n; ++k) {
+          counts.mutable_data()[k] = static_cast<int32_t>(ids[k].size());
+          total += ids[k].size();
+        }
+        py::array_t<uint32_t> flat(static_cast<py::ssize_t>(total));
+        uint32_t* dst = flat.mutable_data();
+        for (const auto& v : ids) dst = std::copy(v.begin(), v.end(), dst);
+        return py::make_tuple(counts, flat);
+      }, py::arg("indexes"), py::arg("num_threads") = 0,
+      "The CPU engine's encoding of the given pieces: (counts int32, their ids concatenated uint32).");
+  m.attr("device_piece_max") = kDevicePieceMax;
+
+  auto engine = py::reinterpret_borrow<py::class_<PyEngine>>(m.attr("TiktokenEngine"));
+  engine.def("split_batch", [](py::object self, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::object {
+        const PyEngine& pe = self.cast<const PyEngine&>();
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<uint8_t> allow = mask_from(allowed);
+        const std::vector<uint8_t> deny = mask_from(disallowed);
+        auto b = std::make_shared<PieceBatch>();
+        {
+          py::gil_scoped_release release;
+          *b = split_batch(*pe, views, allow, deny, ordinary, num_threads);
+        }
+        if (b->denied_text >= 0) return py::make_tuple(b->denied_text, b->denied_special);
+        return py::cast(PyPieceBatch{self, std::move(b)});
+      }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
+      "Pre-tokenizes texts into a PieceBatch, or returns (text index, special index) as encode_batch.")
+      .def("encode_batch_staged", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::tuple {
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<uint8_t> allow = mask_from(allowed);
+        const std::vector<uint8_t> deny = mask_from(disallowed);
+        std::vector<uint32_t> ids;
+        std::vector<int64_t> offsets;
+        PieceBatch b;
+        bool missing = false;
+        uint8_t missing_byte = 0;
+        {
+          py::gil_scoped_release release;
+          const TiktokenEngine& e = *pe;
+          b = split_batch(e, views, allow, deny, ordinary, num_threads);
+          try {
+            if (b.denied_text < 0) encode_batch_staged(e, b, num_threads, ids, offsets);
+          } catch (const BpeError& err) {
+            missing = true;
+            missing_byte = err.byte();
+          }
+        }
+        if (missing) raise_missing_byte(BpeError(missing_byte));
+        if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
+        py::array_t<uint32_t> ids_arr(static_cast<py::ssize_t>(ids.size()));
+        std::copy(ids.begin(), ids.end(), ids_arr.mutable_data());
+        py::array_t<int64_t> off_arr(static_cast<py::ssize_t>(offsets.size()));
+        std::copy(offsets.begin(), offsets.end(), off_arr.mutable_data());
+        return py::make_tuple(ids_arr, off_arr);
+      }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
+      "encode_batch_to_numpy through the batch stages of the CUDA engine run on CPU threads (the "
+      "host loop, engines/piece_batch.h): the same result, for checking the stages without a GPU.")
+      .def("piece_tables", [](py::object self) {
+        const PyEngine& pe = self.cast<const PyEngine&>();
+        const piece::PieceTables& t = pe->piece_tables();
+        py::dict d;
+        d["n_ids"] = t.n_ids;
+        d["trie_units"] = view_of(t.trie_units, {static_cast<py::ssize_t>(t.trie_size) * 2}, self);
+        d["trie_values"] = view_of(t.trie_values, {static_cast<py::ssize_t>(t.trie_size)}, self);
+        d["token_offsets"] = view_of(t.token_offsets, {static_cast<py::ssize_t>(t.n_ids) + 1}, self);
+        d["byte_rank"] = view_of(t.byte_rank, {256}, self);
+        if (t.split_left != nullptr) {
+          d["split_left"] = view_of(t.split_left, {static_cast<py::ssize_t>(t.n_ids)}, self);
+          d["split_right"] = view_of(t.split_right, {static_cast<py::ssize_t>(t.n_ids)}, self);
+          d["pairs"] = view_of(reinterpret_cast<const uint32_t*>(t.pairs), {static_cast<py::ssize_t>(t.pair_capacity) * 3}, self);
+          if (t.slow != nullptr) d["slow"] = view_of(t.slow, {static_cast<py::ssize_t>(t.n_ids)}, self);
+          if (t.bloom != nullptr) d["bloom"] = view_of(t.bloom, {static_cast<py::ssize_t>((t.bloom_mask + 1) / 64)}, self);
+        }
+        return d;
+      }, "The per-piece encoder's tables (models/piece_encoder.h) as read-only numpy views of the "
+         "cartridge, for copying to a GPU.");
+}
+
 PYBIND11_MODULE(_crayon, m) {
   bind_trainer(m);
   m.doc() = "crayon-hf native engine";
@@ -1172,4 +1320,5 @@ PYBIND11_MODULE(_crayon, m) {
         for (size_t i = 0; i < r.second.size(); ++i) completions[i] = pe.to_list(r.second[i]);
         return py::make_tuple(pe.to_list(r.first), completions);
       });
+  bind_piece_batches(m);
 }
