@@ -110,13 +110,20 @@ def check(name: str, enc, docs: list[str], adv: list[str], repeat: int, threads:
     t_cpu, (ids, _) = median_time(lambda: enc.encode_ordinary_batch_to_numpy(docs, num_threads=threads), repeat)
     t_gpu, _ = median_time(lambda: enc.encode_ordinary_batch_to_numpy(docs, num_threads=threads, device="cuda"), repeat)
     t_dev, (dev_ids, _) = median_time(lambda: cuda.encode_batch_to_device(enc, docs, num_threads=threads), repeat)
-    t_split, batch = median_time(lambda: core.split_batch(docs, b"", b"", threads, True), repeat)
-    stats = cuda._device_engine(enc, core, 0).encode(batch, True)[2]
+    engine, lock = cuda._device_engine(enc, core, 0)
+
+    def mark():
+        return core.mark_batch(docs, b"", b"", threads, True, engine.staging)
+
+    t_split, _ = median_time(mark, repeat)
+    stats = cuda.encode_pieces(enc, core, docs, b"", b"", True, threads, 0, True)[2]
+    row.update({f"pretokenize_{k}": v for k, v in stats.items() if k == "mark_ms"})
     tokens = len(ids)
     row.update({
         "tokens": tokens, "device_tokens": len(dev_ids),
         "cpu_s": t_cpu, "gpu_numpy_s": t_gpu, "gpu_device_s": t_dev, "pretokenize_s": t_split,
-        "kernel_ms": stats["kernel_ms"], "pieces_left_to_cpu": stats["n_left"], "long_pieces": stats["n_long"],
+        "kernel_ms": stats["kernel_ms"], "pieces": stats["n_pieces"], "upload_ms": stats["upload_ms"], "fix_ms": stats["fix_ms"],
+        "tail_ms": stats["tail_ms"], "pieces_left_to_cpu": stats["n_left"], "long_pieces": stats["n_long"],
         "cpu_mtok_s": tokens / t_cpu / 1e6, "gpu_numpy_mtok_s": tokens / t_gpu / 1e6,
         "gpu_device_mtok_s": tokens / t_dev / 1e6,
         "cpu_mib_s": mib / t_cpu, "gpu_numpy_mib_s": mib / t_gpu, "gpu_device_mib_s": mib / t_dev,
@@ -125,7 +132,9 @@ def check(name: str, enc, docs: list[str], adv: list[str], repeat: int, threads:
     print(f"{name}: exact corpus={row['corpus_mismatched_docs'] == 0} adversarial={row['adversarial_mismatched_docs'] == 0} "
           f"specials={row['specials_identical']} | CPU {row['cpu_mtok_s']:.1f} Mtok/s, GPU numpy "
           f"{row['gpu_numpy_mtok_s']:.1f} ({row['speedup_numpy']:.2f}x), GPU device {row['gpu_device_mtok_s']:.1f} "
-          f"({row['speedup_device']:.2f}x); pre-tokenize {t_split * 1e3:.0f} ms, kernel {stats['kernel_ms']:.0f} ms",
+          f"({row['speedup_device']:.2f}x); pre-tokenize {t_split * 1e3:.0f} ms (threads {stats['mark_ms']:.0f}), upload {stats['upload_ms']:.0f} ms, "
+          f"kernel {stats['kernel_ms']:.1f} ms, CPU hand-off {stats['fix_ms']:.0f} ms, scan+gather+copy back "
+          f"{stats['tail_ms']:.0f} ms",
           flush=True)
     return row
 
@@ -151,15 +160,17 @@ def write_markdown(run: dict, path: Path) -> None:
         f"{run['repeat']} runs, one process, warm caches.",
         "",
         "| vocabulary | docs mismatched (corpus / adversarial) | specials | tokens | CPU Mtok/s | GPU numpy Mtok/s | "
-        "GPU device Mtok/s | speed-up numpy | speed-up device | pre-tokenize ms | kernel ms | pieces to CPU |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "GPU device Mtok/s | speed-up numpy | speed-up device | pre-tokenize ms | upload ms | kernel ms | "
+        "CPU hand-off ms | scan+gather+back ms | pieces to CPU |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in run["rows"]:
         lines.append(
             f"| {r['vocabulary']} | {r['corpus_mismatched_docs']} / {r['adversarial_mismatched_docs']} | "
             f"{'identical' if r['specials_identical'] else 'DIFFER'} | {r['tokens']:,} | {r['cpu_mtok_s']:.1f} | "
             f"{r['gpu_numpy_mtok_s']:.1f} | {r['gpu_device_mtok_s']:.1f} | {r['speedup_numpy']:.2f}x | "
-            f"{r['speedup_device']:.2f}x | {r['pretokenize_s'] * 1e3:.0f} | {r['kernel_ms']:.0f} | "
+            f"{r['speedup_device']:.2f}x | {r['pretokenize_s'] * 1e3:.0f} | {r['upload_ms']:.0f} | "
+            f"{r['kernel_ms']:.1f} | {r['fix_ms']:.0f} | {r['tail_ms']:.0f} | "
             f"{r['pieces_left_to_cpu'] + r['long_pieces']:,} |")
     lines += ["", run.get("sanitizer", "compute-sanitizer: not run"), ""]
     path.write_text("\n".join(lines) + "\n")

@@ -2,8 +2,8 @@
 // (native/python/bindings_cuda.cc) compiles with the host compiler.
 //
 //   DeviceEngine(tables, device)   the per-piece encoder's tables, copied to one GPU once
-//   encode(batch pieces, ...)      EncodeStage kernel (one thread per piece, pieces in length
-//                                  buckets) | CPU: long pieces, concurrently | CPU: pieces the
+//   encode(staged text + marks)    select the marked bytes (CUB) | EncodeStage kernel (one thread
+//                                  per piece) | CPU: long pieces, concurrently | CPU: pieces the
 //                                  kernel left | CUB exclusive scan | GatherStage + DocOffsetsStage
 //
 // Memory: device buffers come from the device's stream-ordered pool (cudaMallocAsync with the
@@ -49,20 +49,19 @@ struct TableSizes {
   uint64_t bloom_words = 0;  // 0 when there is no filter
 };
 
-// What the CPU does for the GPU: encode the given pieces with the CPU engine and report their
-// counts and ids (concatenated), as PieceBatch's encode_reference does.
-using ReferenceFn = std::function<void(const uint32_t* indexes, size_t n, std::vector<int32_t>& counts,
-                                       std::vector<uint32_t>& ids)>;
+// What the CPU does for the GPU: encode the pieces text[starts[i], starts[i] + lens[i]) with the CPU
+// engine and report their counts and ids (concatenated), as TiktokenEngine.encode_pieces does.
+using ReferenceFn = std::function<void(const uint32_t* starts, const uint32_t* lens, size_t n,
+                                       std::vector<int32_t>& counts, std::vector<uint32_t>& ids)>;
 
+// A batch whose text and marks (engines/batch_stages.h) were written into the engine's staging
+// buffers, plus its document boundaries and special tokens.
 struct BatchInput {
-  const uint8_t* text;
-  uint64_t text_bytes;
-  const BatchPiece* pieces;
-  uint64_t n_pieces;
-  const uint64_t* doc_pieces;  // n_docs + 1
-  uint64_t n_docs;
-  const uint32_t* long_pieces;  // indexes of pieces over kDevicePieceMax
-  uint64_t n_long;
+  uint64_t text_bytes = 0;
+  const uint64_t* doc_bytes = nullptr;  // n_docs + 1
+  uint64_t n_docs = 0;
+  const SpecialAt* specials = nullptr;
+  uint64_t n_specials = 0;
 };
 
 // Where a batch's result goes when it is copied back: `ids(n_tokens)` returns host memory for the
@@ -77,8 +76,13 @@ struct BatchOutput {
   std::shared_ptr<DeviceBuffer> ids;
   std::shared_ptr<DeviceBuffer> offsets;
   uint64_t n_tokens = 0;
-  uint64_t n_left = 0;    // pieces the kernel left to the CPU (besides the long ones)
+  uint64_t n_pieces = 0;
+  uint64_t n_long = 0;    // pieces over kDevicePieceMax, encoded by the CPU while the kernel runs
+  uint64_t n_left = 0;    // pieces the kernel left to the CPU (slow pairs, bytes without a token)
   double kernel_ms = 0;   // the encode kernel alone (CUDA events)
+  double upload_ms = 0;   // the upload and the piece selection, until the encode kernel is queued
+  double fix_ms = 0;      // from the launch until the CPU's pieces are patched in
+  double tail_ms = 0;     // scan, gather, and the copy back
 };
 
 class DeviceEngine {
@@ -89,7 +93,13 @@ class DeviceEngine {
   DeviceEngine& operator=(const DeviceEngine&) = delete;
   int device() const { return device_; }
 
-  // Encodes a batch; `reference` runs on the calling thread (long pieces while the kernel runs,
+  // Pinned host memory for a batch of `bytes` bytes (grow-only, reused by every call): the text
+  // goes to staging_text(), its marks to staging_marks(). Valid until the next reserve_staging.
+  void reserve_staging(uint64_t bytes);
+  uint8_t* staging_text() const;
+  uint8_t* staging_marks() const;
+
+  // Encodes the staged batch; `reference` runs on the calling thread (long pieces while the kernel runs,
   // then the pieces it left). With `host`, the result is copied there (through pooled device
   // buffers only); without, it stays on the GPU in two DeviceBuffers. One call at a time per
   // engine (the caller serializes).

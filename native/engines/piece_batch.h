@@ -1,18 +1,17 @@
-// A batch of texts as pieces, and the batch stages (engines/batch_stages.h) run on CPU threads.
+// A batch of texts marked into pieces, and the batch stages (engines/batch_stages.h) on CPU threads.
 //
-//   texts --split_batch--> PieceBatch {text, pieces, doc_pieces}     (pre-tokenization, CPU)
-//         --encode_batch_staged--> EncodeStage, reference fix-ups, scan, GatherStage, DocOffsetsStage
-//                                  in a host loop: flat ids + document offsets
+//   texts --mark_batch--> text bytes + marks, in memory the caller provides (the CUDA module
+//                         passes its pinned upload buffer, so nothing is copied again)
+//         --encode_batch_staged--> every stage in a host loop: flat ids + document offsets
 //
 // The host loop is the CUDA module's pipeline without the GPU: the same functors on the same
-// data, so CI (which has no GPU) checks every stage against the CPU engine. It is not a faster
-// CPU path (the engine encodes straight into its output); the CUDA module reuses split_batch and
-// encode_reference for its pre-tokenization and hand-offs.
+// data, so CI (which has no GPU) checks every stage against the CPU engine. It is not a faster CPU
+// path (the engine encodes straight into its output). The CUDA module reuses mark_batch for its
+// pre-tokenization and encode_reference for the pieces it hands back.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -21,33 +20,41 @@
 
 namespace crayon {
 
-struct PieceBatch {
-  std::string text;                  // every document's bytes, concatenated
-  std::vector<BatchPiece> pieces;    // in document order
-  std::vector<uint64_t> doc_pieces;  // n_docs + 1: document d owns pieces [doc_pieces[d], doc_pieces[d + 1])
-  std::vector<uint32_t> long_pieces; // indexes of pieces longer than kDevicePieceMax (for the CPU)
-  // The first document holding a special token flagged in `disallowed` (then nothing else is set).
-  int64_t denied_text = -1;
-  int32_t denied_special = -1;
-};
-
-// The largest batch text split_batch takes: slots and piece offsets are 32-bit.
+// The largest batch text a marked batch holds: slots and piece offsets are 32-bit.
 constexpr uint64_t kMaxBatchBytes = 0xFFFFFFFFull;
 
-// Pre-tokenizes texts on up to `threads` threads. `allowed` flags the special tokens encoded as
-// themselves (none when `ordinary`); a text holding one flagged in `disallowed` ends the split
-// with denied_text set, as the engine's batch does. Throws std::length_error past kMaxBatchBytes.
-PieceBatch split_batch(const TiktokenEngine& e, const std::vector<std::string_view>& texts,
+struct MarkedBatch {
+  std::vector<uint64_t> doc_bytes;   // n_docs + 1: document d is bytes [doc_bytes[d], doc_bytes[d + 1])
+  std::vector<SpecialAt> specials;   // the allowed special tokens, in text order
+  // The first document holding a special token flagged in `disallowed` (nothing else is then set).
+  int64_t denied_text = -1;
+  int32_t denied_special = -1;
+  double mark_ms = 0;                // time on the threads
+};
+
+// Total UTF-8 bytes of texts; throws std::length_error past kMaxBatchBytes.
+uint64_t batch_bytes(const std::vector<std::string_view>& texts);
+
+// Copies texts into text_out and marks their pieces into marks_out (batch_bytes(texts) bytes each)
+// on up to `threads` threads. `allowed` flags the special tokens encoded as themselves (none when
+// `ordinary`); a text holding one flagged in `disallowed` ends it with denied_text set, as the
+// engine's batch does.
+MarkedBatch mark_batch(const TiktokenEngine& e, const std::vector<std::string_view>& texts,
                        const std::vector<uint8_t>& allowed, const std::vector<uint8_t>& disallowed, bool ordinary,
-                       size_t threads);
+                       size_t threads, uint8_t* text_out, uint8_t* marks_out);
 
-// Encodes pieces `indexes[0, n)` of the batch with the CPU engine (its whole per-piece path) into
-// their slots and counts. Throws BpeError for a byte without a token.
-void encode_reference(const TiktokenEngine& e, const PieceBatch& b, const uint32_t* indexes, size_t n,
-                      uint32_t* slots, int32_t* counts, size_t threads);
+// The bytes that start a piece (every marked byte), then `n_bytes`: piece k is [s[k], s[k + 1]).
+std::vector<uint32_t> piece_starts(const uint8_t* marks, uint64_t n_bytes);
 
-// Every stage on CPU threads: the ids of the batch and n_docs + 1 document offsets.
-void encode_batch_staged(const TiktokenEngine& e, const PieceBatch& b, size_t threads, std::vector<uint32_t>& ids,
-                         std::vector<int64_t>& offsets);
+// The CPU engine's encoding of the pieces text[starts[i], starts[i] + lens[i]), i < n: their
+// counts and ids (concatenated). Throws BpeError for a byte without a token.
+void encode_reference(const TiktokenEngine& e, const uint8_t* text, const uint32_t* starts, const uint32_t* lens,
+                      size_t n, size_t threads, std::vector<int32_t>& counts, std::vector<uint32_t>& ids);
+
+// Every stage on CPU threads: the ids of the batch and n_docs + 1 document offsets, or
+// info.denied_text set (then ids and offsets are left empty).
+void encode_batch_staged(const TiktokenEngine& e, const std::vector<std::string_view>& texts,
+                         const std::vector<uint8_t>& allowed, const std::vector<uint8_t>& disallowed, bool ordinary,
+                         size_t threads, std::vector<uint32_t>& ids, std::vector<int64_t>& offsets, MarkedBatch& info);
 
 }  // namespace crayon

@@ -460,18 +460,27 @@ size_t TiktokenEngine::encode(std::string_view text, const std::vector<uint8_t>&
   return last_piece_len;
 }
 
-void TiktokenEngine::split_pieces(std::string_view text, uint64_t base, const std::vector<uint8_t>& allowed,
-                                  std::vector<BatchPiece>& out) const {
+void TiktokenEngine::mark_pieces(std::string_view text, const std::vector<uint8_t>& allowed, uint8_t* marks,
+                                 uint64_t base, std::vector<SpecialAt>& specials) const {
+  if (text.empty()) return;
+  std::memset(marks, kMarkInside, text.size());
   const char* const origin = text.data();
-  auto at = [&](const void* p) {
-    return static_cast<uint32_t>(base + static_cast<uint64_t>(static_cast<const char*>(p) - origin));
+  size_t next = 0;  // the first byte no piece has covered yet
+  auto mark = [&](size_t at, size_t n, uint8_t kind) {
+    for (; next < at; ++next) marks[next] = kMarkDropped;  // text the split regex did not match
+    marks[at] = kind;
+    next = at + n;
   };
   for_each_segment(
       text, allowed,
       [&](std::string_view seg) {
-        for_each_piece(seg, [&](const uint8_t* p, size_t n) { out.push_back(BatchPiece{at(p), static_cast<uint32_t>(n)}); });
+        for_each_piece(seg, [&](const uint8_t* p, size_t n) { mark(reinterpret_cast<const char*>(p) - origin, n, kMarkPiece); });
       },
-      [&](const SpecialMatch& m) { out.push_back(BatchPiece{at(text.data() + m.pos), kSpecialPiece | special_ids_[m.index]}); });
+      [&](const SpecialMatch& m) {
+        mark(m.pos, m.len, kMarkSpecial);
+        specials.push_back(SpecialAt{static_cast<uint32_t>(base + m.pos), special_ids_[m.index]});
+      });
+  for (; next < text.size(); ++next) marks[next] = kMarkDropped;
 }
 
 bool TiktokenEngine::decode(const uint32_t* ids, size_t n, std::string& out, uint32_t* bad) const {

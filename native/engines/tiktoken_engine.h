@@ -101,11 +101,12 @@ class TiktokenEngine {
   // all_specials is true).
   SpecialMatch find_special(std::string_view text, const std::vector<uint8_t>& set) const;
 
-  // Pre-tokenization alone, for the batch stages (engines/piece_batch.h): appends text's pieces,
-  // and its allowed special tokens as special pieces, with byte offsets counted from `base` (the
-  // text's offset in the batch; base + text.size() < 2^32, and no piece reaches kSpecialPiece bytes).
-  void split_pieces(std::string_view text, uint64_t base, const std::vector<uint8_t>& allowed,
-                    std::vector<BatchPiece>& out) const;
+  // Pre-tokenization alone, for the batch stages (engines/batch_stages.h): one mark per byte of
+  // text (marks[i] for text[i]: kMarkPiece where a piece starts, kMarkSpecial where an allowed
+  // special token does, kMarkDropped on text no piece covers, kMarkInside elsewhere), and each
+  // special token's (base + offset, id) appended to `specials`.
+  void mark_pieces(std::string_view text, const std::vector<uint8_t>& allowed, uint8_t* marks, uint64_t base,
+                   std::vector<SpecialAt>& specials) const;
 
   // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
   // several tokens go through the calling thread's PieceCache first).

@@ -821,14 +821,7 @@ void bind_hf(py::module_& m) {
 
 void bind_trainer(py::module_& m);  // bindings_train.cc
 
-// A batch split into pieces (engines/piece_batch.h), for the CUDA module: its arrays are numpy
-// views of the batch, and encode_reference runs the CPU engine on the pieces handed back.
-struct PyPieceBatch {
-  py::object engine;  // the PyEngine, kept alive with the batch
-  std::shared_ptr<PieceBatch> batch;
-};
-
-// `arr` as a read-only numpy view whose base keeps `owner` alive.
+// `data` as a read-only numpy view whose base keeps `owner` alive.
 template <class T>
 py::array view_of(const T* data, std::vector<py::ssize_t> shape, const py::object& owner) {
   py::array a(py::dtype::of<T>(), std::move(shape), data, owner);
@@ -836,85 +829,80 @@ py::array view_of(const T* data, std::vector<py::ssize_t> shape, const py::objec
   return a;
 }
 
+// A writable, C-contiguous uint8 buffer of at least `n` bytes (what an allocator handed back).
+uint8_t* writable_bytes(const py::handle& h, uint64_t n, const char* what) {
+  auto a = py::array_t<uint8_t, py::array::c_style>::ensure(h);
+  if (!a || !a.writeable() || static_cast<uint64_t>(a.size()) < n || py::array(a).ptr() != h.ptr()) {
+    throw py::type_error(std::string(what) + " must be a writable, contiguous uint8 array of the batch's size");
+  }
+  return a.mutable_data();
+}
+
+// The batch stages (engines/piece_batch.h) for Python: the CUDA module's pre-tokenization and
+// CPU hand-offs, and the host loop that runs every stage on the CPU for the tests.
 void bind_piece_batches(py::module_& m) {
-  py::class_<PyPieceBatch>(m, "PieceBatch",
-                           "A batch of texts pre-tokenized into pieces (the CUDA module's input); see "
-                           "native/engines/piece_batch.h.")
-      .def_property_readonly("text", [](py::object self) {
-        const PieceBatch& b = *self.cast<PyPieceBatch&>().batch;
-        return view_of(reinterpret_cast<const uint8_t*>(b.text.data()), {static_cast<py::ssize_t>(b.text.size())}, self);
-      }, "Every document's UTF-8 bytes, concatenated (uint8).")
-      .def_property_readonly("pieces", [](py::object self) {
-        const PieceBatch& b = *self.cast<PyPieceBatch&>().batch;
-        return view_of(reinterpret_cast<const uint32_t*>(b.pieces.data()), {static_cast<py::ssize_t>(b.pieces.size()), 2}, self);
-      }, "(n, 2) uint32: each piece's byte start and length (high bit: a special token's id).")
-      .def_property_readonly("doc_pieces", [](py::object self) {
-        const PieceBatch& b = *self.cast<PyPieceBatch&>().batch;
-        return view_of(b.doc_pieces.data(), {static_cast<py::ssize_t>(b.doc_pieces.size())}, self);
-      }, "n_docs + 1 uint64: document d's pieces are doc_pieces[d]:doc_pieces[d + 1].")
-      .def_property_readonly("long_pieces", [](py::object self) {
-        const PieceBatch& b = *self.cast<PyPieceBatch&>().batch;
-        return view_of(b.long_pieces.data(), {static_cast<py::ssize_t>(b.long_pieces.size())}, self);
-      }, "Indexes of the pieces longer than device_piece_max (uint32), encoded on the CPU.")
-      .def("encode_reference", [](const PyPieceBatch& pb, py::array_t<uint32_t, py::array::c_style | py::array::forcecast> indexes, size_t num_threads) {
-        // The CPU engine on the pieces `indexes`: (counts int32, ids uint32 concatenated).
-        const PieceBatch& b = *pb.batch;
-        const PyEngine& pe = pb.engine.cast<const PyEngine&>();
-        const uint32_t* idx = indexes.data();
-        const size_t n = static_cast<size_t>(indexes.size());
-        for (size_t k = 0; k < n; ++k) {
-          if (idx[k] >= b.pieces.size()) throw py::index_error("piece index out of range");
+  m.attr("device_piece_max") = kDevicePieceMax;
+  auto engine = py::reinterpret_borrow<py::class_<PyEngine>>(m.attr("TiktokenEngine"));
+  engine.def("mark_batch", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary, const py::object& alloc) -> py::tuple {
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const uint64_t n_bytes = batch_bytes(views);
+        const py::tuple bufs = alloc(n_bytes);
+        uint8_t* text = writable_bytes(bufs[0], n_bytes, "the text buffer");
+        uint8_t* marks = writable_bytes(bufs[1], n_bytes, "the marks buffer");
+        const std::vector<uint8_t> allow = mask_from(allowed);
+        const std::vector<uint8_t> deny = mask_from(disallowed);
+        MarkedBatch b;
+        {
+          py::gil_scoped_release release;
+          b = mark_batch(*pe, views, allow, deny, ordinary, num_threads, text, marks);
         }
-        py::array_t<int32_t> counts(static_cast<py::ssize_t>(n));
-        std::vector<std::vector<uint32_t>> ids(n);
+        if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
+        py::array_t<uint64_t> doc_bytes(static_cast<py::ssize_t>(b.doc_bytes.size()));
+        std::copy(b.doc_bytes.begin(), b.doc_bytes.end(), doc_bytes.mutable_data());
+        py::array_t<uint32_t> specials({static_cast<py::ssize_t>(b.specials.size()), py::ssize_t{2}});
+        for (size_t i = 0; i < b.specials.size(); ++i) {
+          specials.mutable_data()[2 * i] = b.specials[i].pos;
+          specials.mutable_data()[2 * i + 1] = b.specials[i].id;
+        }
+        py::dict timings;
+        timings["mark_ms"] = b.mark_ms;
+        return py::make_tuple(n_bytes, doc_bytes, specials, timings);
+      }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"), py::arg("alloc"),
+      "Pre-tokenizes texts for the batch stages: alloc(n_bytes) returns (text, marks) uint8 buffers, "
+      "which get the batch's bytes and one piece mark per byte. Returns (n_bytes, doc_bytes uint64, "
+      "specials (n, 2) uint32 of (byte, id), timings), or (text index, special index) as encode_batch.")
+      .def("encode_pieces", [](const PyEngine& pe, py::array_t<uint8_t, py::array::c_style | py::array::forcecast> text, py::array_t<uint32_t, py::array::c_style | py::array::forcecast> starts, py::array_t<uint32_t, py::array::c_style | py::array::forcecast> lens, size_t num_threads) {
+        const size_t n = static_cast<size_t>(starts.size());
+        if (static_cast<size_t>(lens.size()) != n) throw py::value_error("starts and lens differ in length");
+        for (size_t k = 0; k < n; ++k) {
+          if (uint64_t{starts.data()[k]} + lens.data()[k] > static_cast<uint64_t>(text.size()) || lens.data()[k] == 0) {
+            throw py::index_error("piece outside the text");
+          }
+        }
+        std::vector<int32_t> counts;
+        std::vector<uint32_t> ids;
         bool missing = false;
         uint8_t missing_byte = 0;
         {
           py::gil_scoped_release release;
-          const TiktokenEngine& e = *pe;
-          const uint8_t* text = reinterpret_cast<const uint8_t*>(b.text.data());
           try {
-            parallel_for(n, num_threads, [&](size_t k) {
-              const BatchPiece p = b.pieces[idx[k]];
-              if (p.len & kSpecialPiece) ids[k].push_back(p.len & ~kSpecialPiece);
-              else e.encode_piece(text + p.start, p.len, ids[k]);
-            });
+            encode_reference(*pe, text.data(), starts.data(), lens.data(), n, num_threads, counts, ids);
           } catch (const BpeError& err) {
             missing = true;
             missing_byte = err.byte();
           }
         }
         if (missing) raise_missing_byte(BpeError(missing_byte));
-        size_t total = 0;
-        for (size_t k = 0; k < n; ++k) {
-          counts.mutable_data()[k] = static_cast<int32_t>(ids[k].size());
-          total += ids[k].size();
-        }
-        py::array_t<uint32_t> flat(static_cast<py::ssize_t>(total));
-        uint32_t* dst = flat.mutable_data();
-        for (const auto& v : ids) dst = std::copy(v.begin(), v.end(), dst);
-        return py::make_tuple(counts, flat);
-      }, py::arg("indexes"), py::arg("num_threads") = 0,
-      "The CPU engine's encoding of the given pieces: (counts int32, their ids concatenated uint32).");
-  m.attr("device_piece_max") = kDevicePieceMax;
-
-  auto engine = py::reinterpret_borrow<py::class_<PyEngine>>(m.attr("TiktokenEngine"));
-  engine.def("split_batch", [](py::object self, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::object {
-        const PyEngine& pe = self.cast<const PyEngine&>();
-        std::vector<std::string_view> views;
-        views.reserve(texts.size());
-        for (py::handle h : texts) views.push_back(utf8_view(h));
-        const std::vector<uint8_t> allow = mask_from(allowed);
-        const std::vector<uint8_t> deny = mask_from(disallowed);
-        auto b = std::make_shared<PieceBatch>();
-        {
-          py::gil_scoped_release release;
-          *b = split_batch(*pe, views, allow, deny, ordinary, num_threads);
-        }
-        if (b->denied_text >= 0) return py::make_tuple(b->denied_text, b->denied_special);
-        return py::cast(PyPieceBatch{self, std::move(b)});
-      }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
-      "Pre-tokenizes texts into a PieceBatch, or returns (text index, special index) as encode_batch.")
+        py::array_t<int32_t> c(static_cast<py::ssize_t>(counts.size()));
+        std::copy(counts.begin(), counts.end(), c.mutable_data());
+        py::array_t<uint32_t> v(static_cast<py::ssize_t>(ids.size()));
+        std::copy(ids.begin(), ids.end(), v.mutable_data());
+        return py::make_tuple(c, v);
+      }, py::arg("text"), py::arg("starts"), py::arg("lens"), py::arg("num_threads") = 0,
+      "The CPU engine's encoding of the pieces text[starts[i]:starts[i] + lens[i]]: (counts int32, "
+      "their ids concatenated uint32).")
       .def("encode_batch_staged", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::tuple {
         std::vector<std::string_view> views;
         views.reserve(texts.size());
@@ -923,22 +911,20 @@ void bind_piece_batches(py::module_& m) {
         const std::vector<uint8_t> deny = mask_from(disallowed);
         std::vector<uint32_t> ids;
         std::vector<int64_t> offsets;
-        PieceBatch b;
+        MarkedBatch info;
         bool missing = false;
         uint8_t missing_byte = 0;
         {
           py::gil_scoped_release release;
-          const TiktokenEngine& e = *pe;
-          b = split_batch(e, views, allow, deny, ordinary, num_threads);
           try {
-            if (b.denied_text < 0) encode_batch_staged(e, b, num_threads, ids, offsets);
+            encode_batch_staged(*pe, views, allow, deny, ordinary, num_threads, ids, offsets, info);
           } catch (const BpeError& err) {
             missing = true;
             missing_byte = err.byte();
           }
         }
         if (missing) raise_missing_byte(BpeError(missing_byte));
-        if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
+        if (info.denied_text >= 0) return py::make_tuple(info.denied_text, info.denied_special);
         py::array_t<uint32_t> ids_arr(static_cast<py::ssize_t>(ids.size()));
         std::copy(ids.begin(), ids.end(), ids_arr.mutable_data());
         py::array_t<int64_t> off_arr(static_cast<py::ssize_t>(offsets.size()));

@@ -17,7 +17,7 @@
 #include "cuda/device_engine.h"
 
 namespace py = pybind11;
-using crayon::BatchPiece;
+using crayon::SpecialAt;
 using crayon::cuda::DeviceBuffer;
 using crayon::cuda::DeviceEngine;
 
@@ -90,17 +90,6 @@ py::capsule to_dlpack(const DeviceArray& a) {
     throw py::error_already_set();
   }
   return py::reinterpret_steal<py::capsule>(cap);
-}
-
-// A PieceBatch array's data; `keep` holds the array (a view of the batch) for the call.
-template <class T>
-const T* data_of(const py::object& batch, const char* name, size_t* count, std::vector<py::object>& keep) {
-  auto a = py::array_t<T, py::array::c_style>::ensure(batch.attr(name));
-  if (!a) throw py::type_error(std::string("PieceBatch.") + name + " is not a contiguous array");
-  *count = static_cast<size_t>(a.size());
-  const T* data = a.data();
-  keep.push_back(std::move(a));
-  return data;
 }
 
 struct PyDeviceEngine {
@@ -189,28 +178,41 @@ PYBIND11_MODULE(_crayon_cuda, m) {
         return e;
       }), py::arg("tables"), py::arg("device"))
       .def_property_readonly("device", [](const PyDeviceEngine& e) { return e.engine->device(); })
-      .def("encode", [](PyDeviceEngine& e, const py::object& batch, bool to_host) -> py::tuple {
-        size_t text_bytes, n_piece_words, n_doc_pieces, n_long;
-        crayon::cuda::BatchInput in{};
-        std::vector<py::object> keep;
-        in.text = data_of<uint8_t>(batch, "text", &text_bytes, keep);
-        in.text_bytes = text_bytes;
-        in.pieces = reinterpret_cast<const BatchPiece*>(data_of<uint32_t>(batch, "pieces", &n_piece_words, keep));
-        in.n_pieces = n_piece_words / 2;
-        in.doc_pieces = data_of<uint64_t>(batch, "doc_pieces", &n_doc_pieces, keep);
-        in.n_docs = n_doc_pieces - 1;
-        in.long_pieces = data_of<uint32_t>(batch, "long_pieces", &n_long, keep);
-        in.n_long = n_long;
-        const py::object encode_reference = batch.attr("encode_reference");
-
-        crayon::cuda::ReferenceFn reference = [&](const uint32_t* idx, size_t n, std::vector<int32_t>& counts,
-                                                  std::vector<uint32_t>& ids) {
+      .def("staging", [](py::object self, uint64_t n_bytes) {
+        // Writable views of the engine's pinned upload buffer, for mark_batch to fill. They are
+        // valid until the next staging() or encode() call: the caller drops them before encode.
+        PyDeviceEngine& e = self.cast<PyDeviceEngine&>();
+        {
+          py::gil_scoped_release release;
+          e.engine->reserve_staging(n_bytes);
+        }
+        const auto n = static_cast<py::ssize_t>(n_bytes);
+        py::array text(py::dtype::of<uint8_t>(), {n}, e.engine->staging_text(), self);
+        py::array marks(py::dtype::of<uint8_t>(), {n}, e.engine->staging_marks(), self);
+        return py::make_tuple(text, marks);
+      }, py::arg("n_bytes"), "(text, marks) uint8 views of pinned memory for a batch of n_bytes.")
+      .def("encode", [](PyDeviceEngine& e, uint64_t n_bytes, py::array_t<uint64_t, py::array::c_style | py::array::forcecast> doc_bytes, py::array_t<uint32_t, py::array::c_style | py::array::forcecast> specials, const py::object& reference, bool to_host) -> py::tuple {
+        if (doc_bytes.size() < 1 || doc_bytes.data()[doc_bytes.size() - 1] != n_bytes) {
+          throw py::value_error("doc_bytes must end at the batch's size");
+        }
+        crayon::cuda::BatchInput in;
+        in.text_bytes = n_bytes;
+        in.doc_bytes = doc_bytes.data();
+        in.n_docs = static_cast<uint64_t>(doc_bytes.size()) - 1;
+        in.specials = reinterpret_cast<const SpecialAt*>(specials.data());
+        in.n_specials = static_cast<uint64_t>(specials.size()) / 2;
+        for (uint64_t i = 0; i < in.n_specials; ++i) {
+          if (in.specials[i].pos >= n_bytes) throw py::value_error("special token outside the batch");
+        }
+        crayon::cuda::ReferenceFn ref = [&](const uint32_t* starts, const uint32_t* lens, size_t n,
+                                            std::vector<int32_t>& counts, std::vector<uint32_t>& ids) {
           py::gil_scoped_acquire gil;
-          py::array_t<uint32_t> which(static_cast<py::ssize_t>(n));
-          std::memcpy(which.mutable_data(), idx, n * sizeof(uint32_t));
-          const py::tuple r = encode_reference(which, 0);
-          auto c = r[0].cast<py::array_t<int32_t>>();
-          auto v = r[1].cast<py::array_t<uint32_t>>();
+          py::array_t<uint32_t> s(static_cast<py::ssize_t>(n)), l(static_cast<py::ssize_t>(n));
+          std::memcpy(s.mutable_data(), starts, n * sizeof(uint32_t));
+          std::memcpy(l.mutable_data(), lens, n * sizeof(uint32_t));
+          const py::tuple r = reference(s, l);
+          auto c = r[0].cast<py::array_t<int32_t, py::array::c_style | py::array::forcecast>>();
+          auto v = r[1].cast<py::array_t<uint32_t, py::array::c_style | py::array::forcecast>>();
           counts.assign(c.data(), c.data() + c.size());
           ids.assign(v.data(), v.data() + v.size());
         };
@@ -229,15 +231,21 @@ PYBIND11_MODULE(_crayon_cuda, m) {
         {
           py::gil_scoped_release release;
           std::lock_guard<std::mutex> lock(e.busy);
-          out = e.engine->encode(in, reference, to_host ? &sink : nullptr);
+          out = e.engine->encode(in, ref, to_host ? &sink : nullptr);
         }
         py::dict stats;
+        stats["n_pieces"] = out.n_pieces;
+        stats["n_long"] = out.n_long;
         stats["n_left"] = out.n_left;
-        stats["n_long"] = in.n_long;
         stats["kernel_ms"] = out.kernel_ms;
+        stats["upload_ms"] = out.upload_ms;
+        stats["fix_ms"] = out.fix_ms;
+        stats["tail_ms"] = out.tail_ms;
         if (to_host) return py::make_tuple(ids_out, offsets, stats);
         return py::make_tuple(py::cast(DeviceArray{out.ids, 1, 32, static_cast<int64_t>(out.n_tokens)}),
                               py::cast(DeviceArray{out.offsets, 0, 64, static_cast<int64_t>(in.n_docs + 1)}), stats);
-      }, py::arg("batch"), py::arg("to_host"),
-      "Encodes a PieceBatch: (ids, offsets, stats), numpy arrays when to_host, else DeviceArrays.");
+      }, py::arg("n_bytes"), py::arg("doc_bytes"), py::arg("specials"), py::arg("reference"), py::arg("to_host"),
+      "Encodes the batch staged by staging() and TiktokenEngine.mark_batch: (ids, offsets, stats), "
+      "numpy arrays when to_host, else DeviceArrays. reference(starts, lens) -> (counts, ids) is "
+      "the CPU engine for the pieces handed back.");
 }

@@ -131,17 +131,18 @@ def resolve_device(device: str, batch_bytes: int) -> int | None:
     raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', not {device!r}")
 
 
-# One DeviceEngine (the tables on one GPU) per (tiktoken engine, device), freed with the engine.
-_ENGINES: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
+# One DeviceEngine (the tables on one GPU, its pinned buffers) per (face object, device), freed
+# with the face object; a lock per engine, since a batch is staged in the engine's buffers.
+_ENGINES: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, threading.Lock]]] = weakref.WeakKeyDictionary()
 
 
-def _device_engine(owner: Any, core: Any, index: int) -> Any:
+def _device_engine(owner: Any, core: Any, index: int) -> tuple[Any, threading.Lock]:
     with _lock:
         per_device = _ENGINES.setdefault(owner, {})
-        engine = per_device.get(index)
-        if engine is None:
-            engine = per_device[index] = _module.DeviceEngine(core.piece_tables(), index)
-        return engine
+        entry = per_device.get(index)
+        if entry is None:
+            entry = per_device[index] = (_module.DeviceEngine(core.piece_tables(), index), threading.Lock())
+        return entry
 
 
 def encode_pieces(owner: Any, core: Any, texts: list[str], allowed: bytes, disallowed: bytes, ordinary: bool,
@@ -149,10 +150,29 @@ def encode_pieces(owner: Any, core: Any, texts: list[str], allowed: bytes, disal
     """One batch through the GPU: (ids, offsets, stats), or (text index, special index) when a
     text holds a disallowed special token (as the engine's encode_batch reports it). `owner` keys
     the tables' cache (the face object), `core` is its native TiktokenEngine."""
-    batch = core.split_batch(texts, allowed, disallowed, num_threads, ordinary)
-    if isinstance(batch, tuple):
-        return batch
-    return _device_engine(owner, core, index).encode(batch, to_host)
+    engine, lock = _device_engine(owner, core, index)
+    with lock:
+        # The CPU marks the pieces straight into the engine's pinned upload buffers. The views
+        # serve the CPU's share of pieces during encode() and are dropped before it returns:
+        # the engine reuses that memory for the copy back.
+        staged: list[Any] = []
+
+        def alloc(n_bytes: int) -> tuple[Any, Any]:
+            staged[:] = engine.staging(n_bytes)
+            return staged[0], staged[1]
+
+        marked = core.mark_batch(texts, allowed, disallowed, num_threads, ordinary, alloc)
+        if len(marked) == 2:
+            return marked
+        n_bytes, doc_bytes, specials, timings = marked
+        try:
+            ids, offsets, stats = engine.encode(
+                n_bytes, doc_bytes, specials, lambda starts, lens: core.encode_pieces(staged[0], starts, lens, num_threads),
+                to_host)
+        finally:
+            staged.clear()
+        stats.update(timings)
+        return ids, offsets, stats
 
 
 def encode_batch_to_device(
