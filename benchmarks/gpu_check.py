@@ -129,6 +129,16 @@ def check(name: str, enc, docs: list[str], adv: list[str], repeat: int, threads:
         "cpu_mib_s": mib / t_cpu, "gpu_numpy_mib_s": mib / t_gpu, "gpu_device_mib_s": mib / t_dev,
         "speedup_numpy": t_cpu / t_gpu, "speedup_device": t_cpu / t_dev,
     })
+    # Where the GPU starts to win (device="auto"): batches of growing size, same documents.
+    sweep = []
+    for mib_target in (0.25, 1, 4, 16):
+        n_docs = max(1, int(len(docs) * mib_target / mib))
+        part = docs[:n_docs]
+        c, _ = median_time(lambda: enc.encode_ordinary_batch_to_numpy(part, num_threads=threads), repeat + 2)
+        g, _ = median_time(lambda: enc.encode_ordinary_batch_to_numpy(part, num_threads=threads, device="cuda"),
+                           repeat + 2)
+        sweep.append({"mib": mib_target, "cpu_ms": c * 1e3, "gpu_ms": g * 1e3})
+    row["sweep"] = sweep
     print(f"{name}: exact corpus={row['corpus_mismatched_docs'] == 0} adversarial={row['adversarial_mismatched_docs'] == 0} "
           f"specials={row['specials_identical']} | CPU {row['cpu_mtok_s']:.1f} Mtok/s, GPU numpy "
           f"{row['gpu_numpy_mtok_s']:.1f} ({row['speedup_numpy']:.2f}x), GPU device {row['gpu_device_mtok_s']:.1f} "
@@ -172,6 +182,10 @@ def write_markdown(run: dict, path: Path) -> None:
             f"{r['speedup_device']:.2f}x | {r['pretokenize_s'] * 1e3:.0f} | {r['upload_ms']:.0f} | "
             f"{r['kernel_ms']:.1f} | {r['fix_ms']:.0f} | {r['tail_ms']:.0f} | "
             f"{r['pieces_left_to_cpu'] + r['long_pieces']:,} |")
+    lines += ["", "Batch size against time (numpy output; the first vocabulary): where `device=\"auto\"` should "
+              "switch to the GPU.", "", "| batch MiB | CPU ms | GPU ms |", "|---:|---:|---:|"]
+    for point in run["rows"][0]["sweep"]:
+        lines.append(f"| {point['mib']} | {point['cpu_ms']:.1f} | {point['gpu_ms']:.1f} |")
     lines += ["", run.get("sanitizer", "compute-sanitizer: not run"), ""]
     path.write_text("\n".join(lines) + "\n")
 

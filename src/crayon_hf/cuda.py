@@ -145,11 +145,20 @@ def _device_engine(owner: Any, core: Any, index: int) -> tuple[Any, threading.Lo
         return entry
 
 
+# One GPU call takes less than 4 GiB of text (32-bit offsets); numpy-bound batches beyond are cut
+# into calls of at most this many characters (a UTF-8 character is at most 4 bytes).
+_CALL_CHARS = (1 << 30) - 1
+
+
 def encode_pieces(owner: Any, core: Any, texts: list[str], allowed: bytes, disallowed: bytes, ordinary: bool,
                   num_threads: int, index: int, to_host: bool) -> tuple[Any, ...]:
     """One batch through the GPU: (ids, offsets, stats), or (text index, special index) when a
     text holds a disallowed special token (as the engine's encode_batch reports it). `owner` keys
     the tables' cache (the face object), `core` is its native TiktokenEngine."""
+    if batch_bytes(texts) > _CALL_CHARS:
+        if not to_host:
+            raise ValueError("encode_batch_to_device takes less than 1 Gi characters per call; split the batch")
+        return _in_calls(owner, core, texts, allowed, disallowed, ordinary, num_threads, index)
     engine, lock = _device_engine(owner, core, index)
     with lock:
         # The CPU marks the pieces straight into the engine's pinned upload buffers. The views
@@ -173,6 +182,29 @@ def encode_pieces(owner: Any, core: Any, texts: list[str], allowed: bytes, disal
             staged.clear()
         stats.update(timings)
         return ids, offsets, stats
+
+
+def _in_calls(owner: Any, core: Any, texts: list[str], allowed: bytes, disallowed: bytes, ordinary: bool,
+              num_threads: int, index: int) -> tuple[Any, ...]:
+    """A batch too large for one GPU call, in several: the arrays concatenated."""
+    import numpy as np
+
+    parts, start, size = [], 0, 0
+    for i, t in enumerate(texts):
+        if size + len(t) > _CALL_CHARS and i > start:
+            parts.append((start, i))
+            start, size = i, 0
+        size += len(t)
+    parts.append((start, len(texts)))
+    ids, offsets, stats = [], [np.zeros(1, np.int64)], {}
+    for a, b in parts:
+        result = encode_pieces(owner, core, texts[a:b], allowed, disallowed, ordinary, num_threads, index, True)
+        if len(result) == 2:
+            return (result[0] + a, result[1])
+        ids.append(result[0])
+        offsets.append(result[1][1:] + offsets[-1][-1])
+        stats = result[2]
+    return np.concatenate(ids), np.concatenate(offsets), stats
 
 
 def encode_batch_to_device(
