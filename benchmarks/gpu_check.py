@@ -116,15 +116,8 @@ def check(name: str, enc, docs: list[str], adv: list[str], repeat: int, threads:
         return core.mark_batch(docs, b"", b"", threads, True, engine.staging)
 
     t_split, _ = median_time(mark, repeat)
-    # The same batch in one GPU call instead of pipelined chunks: the breakdown of a call.
-    chunk = cuda.PIPELINE_CHUNK_CHARS
-    cuda.PIPELINE_CHUNK_CHARS = 1 << 40
-    try:
-        t_one, _ = median_time(lambda: enc.encode_ordinary_batch_to_numpy(docs, num_threads=threads, device="cuda"), repeat)
-        stats = cuda.encode_pieces(enc, core, docs, b"", b"", True, threads, 0, True)[2]
-    finally:
-        cuda.PIPELINE_CHUNK_CHARS = chunk
-    row.update({"pretokenize_mark_ms": stats["mark_ms"], "gpu_one_call_s": t_one})
+    stats = cuda.encode_pieces(enc, core, docs, b"", b"", True, threads, 0, True)[2]
+    row.update({f"pretokenize_{k}": v for k, v in stats.items() if k == "mark_ms"})
     tokens = len(ids)
     row.update({
         "tokens": tokens, "device_tokens": len(dev_ids),
@@ -134,7 +127,7 @@ def check(name: str, enc, docs: list[str], adv: list[str], repeat: int, threads:
         "cpu_mtok_s": tokens / t_cpu / 1e6, "gpu_numpy_mtok_s": tokens / t_gpu / 1e6,
         "gpu_device_mtok_s": tokens / t_dev / 1e6,
         "cpu_mib_s": mib / t_cpu, "gpu_numpy_mib_s": mib / t_gpu, "gpu_device_mib_s": mib / t_dev,
-        "speedup_numpy": t_cpu / t_gpu, "speedup_device": t_cpu / t_dev, "speedup_one_call": t_cpu / t_one,
+        "speedup_numpy": t_cpu / t_gpu, "speedup_device": t_cpu / t_dev,
     })
     # Where the GPU starts to win (device="auto"): batches of growing size, same documents.
     sweep = []
@@ -149,7 +142,7 @@ def check(name: str, enc, docs: list[str], adv: list[str], repeat: int, threads:
     print(f"{name}: exact corpus={row['corpus_mismatched_docs'] == 0} adversarial={row['adversarial_mismatched_docs'] == 0} "
           f"specials={row['specials_identical']} | CPU {row['cpu_mtok_s']:.1f} Mtok/s, GPU numpy "
           f"{row['gpu_numpy_mtok_s']:.1f} ({row['speedup_numpy']:.2f}x), GPU device {row['gpu_device_mtok_s']:.1f} "
-          f"({row['speedup_device']:.2f}x), one call {row['speedup_one_call']:.2f}x; one call: pre-tokenize {t_split * 1e3:.0f} ms (threads {stats['mark_ms']:.0f}), upload {stats['upload_ms']:.0f} ms, "
+          f"({row['speedup_device']:.2f}x); pre-tokenize {t_split * 1e3:.0f} ms (threads {stats['mark_ms']:.0f}), upload {stats['upload_ms']:.0f} ms, "
           f"kernel {stats['kernel_ms']:.1f} ms, CPU hand-off {stats['fix_ms']:.0f} ms, scan+gather+copy back "
           f"{stats['tail_ms']:.0f} ms",
           flush=True)
@@ -174,22 +167,19 @@ def write_markdown(run: dict, path: Path) -> None:
         f"{run['adversarial']} adversarial strings. CPU = the CPU engine's `encode_ordinary_batch_to_numpy` on "
         f"all {run['threads']} threads; GPU = the same call with `device=\"cuda\"` (numpy out), and "
         "`crayon_hf.cuda.encode_batch_to_device` (ids left on the GPU). Medians of "
-        f"{run['repeat']} runs, one process, warm caches. Batches of 32 Mi characters and more are pipelined "
-        f"in chunks of {run['chunk_chars'] >> 20} Mi characters (the CPU marks one while the GPU encodes the "
-        "previous one); \"one call\" is the same batch without chunks, and the breakdown columns are its parts.",
+        f"{run['repeat']} runs, one process, warm caches.",
         "",
         "| vocabulary | docs mismatched (corpus / adversarial) | specials | tokens | CPU Mtok/s | GPU numpy Mtok/s | "
-        "GPU device Mtok/s | speed-up numpy | speed-up device | speed-up numpy, one call | pre-tokenize ms | "
-        "upload ms | kernel ms | CPU hand-off ms | scan+gather+back ms | pieces to CPU |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "GPU device Mtok/s | speed-up numpy | speed-up device | pre-tokenize ms | upload ms | kernel ms | "
+        "CPU hand-off ms | scan+gather+back ms | pieces to CPU |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in run["rows"]:
         lines.append(
             f"| {r['vocabulary']} | {r['corpus_mismatched_docs']} / {r['adversarial_mismatched_docs']} | "
             f"{'identical' if r['specials_identical'] else 'DIFFER'} | {r['tokens']:,} | {r['cpu_mtok_s']:.1f} | "
             f"{r['gpu_numpy_mtok_s']:.1f} | {r['gpu_device_mtok_s']:.1f} | {r['speedup_numpy']:.2f}x | "
-            f"{r['speedup_device']:.2f}x | {r['speedup_one_call']:.2f}x | {r['pretokenize_s'] * 1e3:.0f} | "
-            f"{r['upload_ms']:.0f} | "
+            f"{r['speedup_device']:.2f}x | {r['pretokenize_s'] * 1e3:.0f} | {r['upload_ms']:.0f} | "
             f"{r['kernel_ms']:.1f} | {r['fix_ms']:.0f} | {r['tail_ms']:.0f} | "
             f"{r['pieces_left_to_cpu'] + r['long_pieces']:,} |")
     lines += ["", "Batch size against time (numpy output; the first vocabulary): where `device=\"auto\"` should "
@@ -230,7 +220,7 @@ def main() -> None:
                                                       special_tokens=known.special_tokens)))
     rows = [check(name, enc, docs, adv, args.repeat, threads) for name, enc in encodings]
     run = {"gpu": gpu_name(), "cpu": platform.processor() or platform.machine(), "cpu_count": threads,
-           "threads": threads, "repeat": args.repeat, "adversarial": len(adv), "chunk_chars": cuda.PIPELINE_CHUNK_CHARS,
+           "threads": threads, "repeat": args.repeat, "adversarial": len(adv),
            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
     if args.sanitizer_log and args.sanitizer_log.exists():
         tail = [line for line in args.sanitizer_log.read_text(errors="replace").splitlines() if "ERROR SUMMARY" in line]

@@ -32,9 +32,7 @@ import crayon_hf.cuda as cuda
 import crayon_hf.tiktoken as tiktoken
 enc = tiktoken.get_encoding("cl100k_base")
 docs = ["hello world", "", "a" * 3000, "中文" * 700, "<|endoftext|> x", " " * 2000 + "y"] + [f"doc {i} " * 40 for i in range(300)]
-for device_out, chunk in ((False, None), (True, None), (False, 4000), (True, 4000)):
-    if chunk:  # the pipelined path too: chunks on two engines, concatenated
-        cuda.PIPELINE_CHUNK_CHARS = chunk
+for device_out in (False, True):
     cpu = enc.encode_batch_to_numpy(docs, allowed_special="all")
     if device_out:
         ids, off = cuda.encode_batch_to_device(enc, docs, allowed_special="all")

@@ -178,28 +178,6 @@ void DeviceBuffer::to_host(void* dst, size_t bytes) const {
   CRAYON_CUDA_CHECK(cudaMemcpy(dst, data_, std::min(bytes, bytes_), cudaMemcpyDeviceToHost));
 }
 
-std::shared_ptr<DeviceBuffer> concat_buffers(const std::vector<std::pair<std::shared_ptr<DeviceBuffer>, size_t>>& parts,
-                                             int device) {
-  size_t total = 0;
-  for (const auto& [buffer, bytes] : parts) total += bytes;
-  auto out = std::make_shared<DeviceBuffer>(device, total);
-  ScopedDevice sd(device);
-  size_t at = 0;
-  for (const auto& [buffer, bytes] : parts) {
-    if (bytes > buffer->bytes()) throw std::invalid_argument("concat_buffers: a part is shorter than its length");
-    CRAYON_CUDA_CHECK(cudaMemcpy(static_cast<char*>(out->data()) + at, buffer->data(), bytes, cudaMemcpyDeviceToDevice));
-    at += bytes;
-  }
-  return out;
-}
-
-std::shared_ptr<DeviceBuffer> upload_buffer(const void* data, size_t bytes, int device) {
-  auto out = std::make_shared<DeviceBuffer>(device, bytes);
-  ScopedDevice sd(device);
-  CRAYON_CUDA_CHECK(cudaMemcpy(out->data(), data, bytes, cudaMemcpyHostToDevice));
-  return out;
-}
-
 struct DeviceEngine::Impl {
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;

@@ -16,8 +16,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "engines/batch_stages.h"
 
@@ -45,12 +43,6 @@ class DeviceBuffer {
   size_t bytes_;
   void* data_ = nullptr;
 };
-
-// One device buffer holding the first bytes of each part, one after another (device-to-device).
-std::shared_ptr<DeviceBuffer> concat_buffers(const std::vector<std::pair<std::shared_ptr<DeviceBuffer>, size_t>>& parts,
-                                             int device);
-// A device copy of host memory.
-std::shared_ptr<DeviceBuffer> upload_buffer(const void* data, size_t bytes, int device);
 
 // Sizes of the arrays behind a host PieceTables (models/piece_encoder.h), which does not keep them.
 struct TableSizes {

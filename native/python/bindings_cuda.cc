@@ -6,7 +6,6 @@
 // needs no driver: the CUDA runtime is linked statically and looks for one on first use.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
 #include <cstring>
 #include <memory>
@@ -128,27 +127,6 @@ PYBIND11_MODULE(_crayon_cuda, m) {
         }
         return out;
       }, "A host copy as a numpy array.");
-
-  m.def("concat", [](const std::vector<const DeviceArray*>& parts) {
-    if (parts.empty()) throw py::value_error("concat needs at least one array");
-    std::vector<std::pair<std::shared_ptr<DeviceBuffer>, size_t>> v;
-    int64_t length = 0;
-    for (const DeviceArray* a : parts) {
-      if (a->code != parts[0]->code || a->bits != parts[0]->bits || a->buffer->device() != parts[0]->buffer->device()) {
-        throw py::value_error("concat: arrays of different types or devices");
-      }
-      v.emplace_back(a->buffer, static_cast<size_t>(a->length) * a->bits / 8);
-      length += a->length;
-    }
-    py::gil_scoped_release release;
-    return DeviceArray{crayon::cuda::concat_buffers(v, parts[0]->buffer->device()), parts[0]->code, parts[0]->bits, length};
-  }, "One DeviceArray holding the given ones one after another.");
-  m.def("to_device", [](py::array_t<int64_t, py::array::c_style | py::array::forcecast> a, int device) {
-    const size_t bytes = static_cast<size_t>(a.size()) * sizeof(int64_t);
-    const int64_t* data = a.data();
-    py::gil_scoped_release release;
-    return DeviceArray{crayon::cuda::upload_buffer(data, bytes, device), 0, 64, static_cast<int64_t>(a.size())};
-  }, py::arg("array"), py::arg("device"), "An int64 array copied to a GPU.");
 
   py::class_<PyDeviceEngine>(m, "DeviceEngine", "A vocabulary's per-piece encoder tables on one GPU.")
       .def(py::init([](const py::dict& tables, int device) {

@@ -133,17 +133,15 @@ def resolve_device(device: str, batch_bytes: int) -> int | None:
 
 # One DeviceEngine (the tables on one GPU, its pinned buffers) per (face object, device), freed
 # with the face object; a lock per engine, since a batch is staged in the engine's buffers.
-_ENGINES: weakref.WeakKeyDictionary[Any, dict[tuple[int, int], tuple[Any, threading.Lock]]] = weakref.WeakKeyDictionary()
+_ENGINES: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, threading.Lock]]] = weakref.WeakKeyDictionary()
 
 
-def _device_engine(owner: Any, core: Any, index: int, slot: int = 0) -> tuple[Any, threading.Lock]:
-    """The engine for (owner, device); slot 1 is a second one (its own stream and buffers) that
-    large batches alternate with, so one chunk is marked while the other is on the GPU."""
+def _device_engine(owner: Any, core: Any, index: int) -> tuple[Any, threading.Lock]:
     with _lock:
         per_device = _ENGINES.setdefault(owner, {})
-        entry = per_device.get((index, slot))
+        entry = per_device.get(index)
         if entry is None:
-            entry = per_device[(index, slot)] = (_module.DeviceEngine(core.piece_tables(), index), threading.Lock())
+            entry = per_device[index] = (_module.DeviceEngine(core.piece_tables(), index), threading.Lock())
         return entry
 
 
@@ -157,98 +155,33 @@ def encode_pieces(owner: Any, core: Any, texts: list[str], allowed: bytes, disal
     """One batch through the GPU: (ids, offsets, stats), or (text index, special index) when a
     text holds a disallowed special token (as the engine's encode_batch reports it). `owner` keys
     the tables' cache (the face object), `core` is its native TiktokenEngine."""
-    chars = batch_bytes(texts)
-    if chars > _CALL_CHARS:
+    if batch_bytes(texts) > _CALL_CHARS:
         if not to_host:
             raise ValueError("encode_batch_to_device takes less than 1 Gi characters per call; split the batch")
         return _in_calls(owner, core, texts, allowed, disallowed, ordinary, num_threads, index)
-    if chars >= 2 * PIPELINE_CHUNK_CHARS:
-        return _pipelined(owner, core, texts, allowed, disallowed, ordinary, num_threads, index, to_host)
     engine, lock = _device_engine(owner, core, index)
     with lock:
-        marked = _mark(core, engine, texts, allowed, disallowed, ordinary, num_threads)
+        # The CPU marks the pieces straight into the engine's pinned upload buffers. The views
+        # serve the CPU's share of pieces during encode() and are dropped before it returns:
+        # the engine reuses that memory for the copy back.
+        staged: list[Any] = []
+
+        def alloc(n_bytes: int) -> tuple[Any, Any]:
+            staged[:] = engine.staging(n_bytes)
+            return staged[0], staged[1]
+
+        marked = core.mark_batch(texts, allowed, disallowed, num_threads, ordinary, alloc)
         if len(marked) == 2:
             return marked
-        return _encode_marked(core, engine, marked, num_threads, to_host)
-
-
-# Batches of at least two of these (characters) are cut into chunks of about this size: the CPU
-# marks chunk k + 1 while the GPU encodes chunk k.
-PIPELINE_CHUNK_CHARS = 16 << 20
-
-
-def _mark(core: Any, engine: Any, texts: list[str], allowed: bytes, disallowed: bytes, ordinary: bool,
-          num_threads: int) -> tuple[Any, ...]:
-    """The CPU's share: mark the pieces straight into the engine's pinned upload buffers.
-    Returns mark_batch's tuple plus the buffers' views (the text serves the pieces the GPU hands
-    back); the views are dropped once encode() returns, which reuses that memory."""
-    staged: list[Any] = []
-
-    def alloc(n_bytes: int) -> tuple[Any, Any]:
-        staged[:] = engine.staging(n_bytes)
-        return staged[0], staged[1]
-
-    marked = core.mark_batch(texts, allowed, disallowed, num_threads, ordinary, alloc)
-    return marked if len(marked) == 2 else (*marked, staged)
-
-
-def _encode_marked(core: Any, engine: Any, marked: tuple[Any, ...], num_threads: int, to_host: bool) -> tuple[Any, ...]:
-    n_bytes, doc_bytes, specials, timings, staged = marked
-    try:
-        ids, offsets, stats = engine.encode(
-            n_bytes, doc_bytes, specials, lambda starts, lens: core.encode_pieces(staged[0], starts, lens, num_threads),
-            to_host)
-    finally:
-        staged.clear()
-    stats.update(timings)
-    return ids, offsets, stats
-
-
-def _cut(texts: list[str], chars: int) -> list[tuple[int, int]]:
-    """Consecutive ranges of texts of about `chars` characters each (a longer text is one range)."""
-    parts, start, size = [], 0, 0
-    for i, t in enumerate(texts):
-        if size + len(t) > chars and i > start:
-            parts.append((start, i))
-            start, size = i, 0
-        size += len(t)
-    parts.append((start, len(texts)))
-    return parts
-
-
-def _pipelined(owner: Any, core: Any, texts: list[str], allowed: bytes, disallowed: bytes, ordinary: bool,
-               num_threads: int, index: int, to_host: bool) -> tuple[Any, ...]:
-    """A large batch in chunks on two engines: chunk k is marked (CPU threads, this thread) while
-    chunk k - 1 is encoded (a worker thread; the GPU, and the CPU's hand-offs). Results are
-    assembled in order; the same arrays as one call."""
-    import numpy as np
-    from concurrent.futures import Future, ThreadPoolExecutor
-
-    engines = [_device_engine(owner, core, index, slot) for slot in (0, 1)]
-    results: list[Future[tuple[Any, ...]]] = []
-    with engines[0][1], engines[1][1], ThreadPoolExecutor(1, thread_name_prefix="crayon-gpu") as worker:
-        for k, (a, b) in enumerate(_cut(texts, PIPELINE_CHUNK_CHARS)):
-            engine = engines[k % 2][0]
-            if k >= 2:
-                results[k - 2].result()  # that chunk's buffers on this engine are free again
-            marked = _mark(core, engine, texts[a:b], allowed, disallowed, ordinary, num_threads)
-            if len(marked) == 2:
-                for r in results:
-                    r.result()
-                return (marked[0] + a, marked[1])
-            results.append(worker.submit(_encode_marked, core, engine, marked, num_threads, to_host))
-        parts = [r.result() for r in results]
-    counts = [len(p[0]) for p in parts]
-    firsts = np.cumsum([0] + counts)
-    offsets = np.concatenate([np.zeros(1, np.int64)] + [
-        (p[1].numpy() if not to_host else p[1])[1:] + first for p, first in zip(parts, firsts[:-1])])
-    stats = dict(parts[-1][2], chunks=len(parts))
-    if not to_host:
-        return _module.concat([p[0] for p in parts]), _module.to_device(offsets, index), stats
-    ids = np.empty(int(firsts[-1]), np.uint32)
-    with ThreadPoolExecutor(min(8, len(parts))) as pool:  # numpy copies release the GIL
-        list(pool.map(lambda i: ids.__setitem__(slice(firsts[i], firsts[i + 1]), parts[i][0]), range(len(parts))))
-    return ids, offsets, stats
+        n_bytes, doc_bytes, specials, timings = marked
+        try:
+            ids, offsets, stats = engine.encode(
+                n_bytes, doc_bytes, specials, lambda starts, lens: core.encode_pieces(staged[0], starts, lens, num_threads),
+                to_host)
+        finally:
+            staged.clear()
+        stats.update(timings)
+        return ids, offsets, stats
 
 
 def _in_calls(owner: Any, core: Any, texts: list[str], allowed: bytes, disallowed: bytes, ordinary: bool,
@@ -256,7 +189,13 @@ def _in_calls(owner: Any, core: Any, texts: list[str], allowed: bytes, disallowe
     """A batch too large for one GPU call, in several: the arrays concatenated."""
     import numpy as np
 
-    parts = _cut(texts, _CALL_CHARS)
+    parts, start, size = [], 0, 0
+    for i, t in enumerate(texts):
+        if size + len(t) > _CALL_CHARS and i > start:
+            parts.append((start, i))
+            start, size = i, 0
+        size += len(t)
+    parts.append((start, len(texts)))
     ids, offsets, stats = [], [np.zeros(1, np.int64)], {}
     for a, b in parts:
         result = encode_pieces(owner, core, texts[a:b], allowed, disallowed, ordinary, num_threads, index, True)
