@@ -40,10 +40,11 @@ if TYPE_CHECKING:
 __all__ = ["is_available", "unavailable_reason", "device_count", "encode_batch_to_device", "DeviceArray",
            "AUTO_MIN_BYTES"]
 
-# device="auto" takes the GPU for batches of at least this many UTF-8 bytes (and the CPU below).
-# Below a few megabytes the copies and launches cost more than the CPU threads' work; the crossover
-# measured on an H100 host is in docs/cuda.md. CRAYON_CUDA_AUTO_MIN_BYTES overrides it.
-AUTO_MIN_BYTES = int(os.environ.get("CRAYON_CUDA_AUTO_MIN_BYTES", 8 << 20))
+# device="auto" takes the GPU for batches of at least this many characters (and the CPU below).
+# Measured on an H200 host with 16 cores (docs/cuda.md): the GPU is already ahead at 256 KiB and
+# 1.8x ahead at 1 MiB; a slower GPU or more cores move the crossover up, so the default keeps a
+# margin. CRAYON_CUDA_AUTO_MIN_BYTES overrides it.
+AUTO_MIN_BYTES = int(os.environ.get("CRAYON_CUDA_AUTO_MIN_BYTES", 1 << 20))
 
 
 class DeviceArray(Protocol):
