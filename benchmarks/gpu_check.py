@@ -100,6 +100,22 @@ def check(name: str, enc, docs: list[str], adv: list[str], repeat: int, threads:
                         print(f"  MISMATCH {name} {label} doc {i}: {batch[i][:80]!r}", flush=True)
         row[f"{label}_mismatched_docs"] = bad_docs
         row[f"{label}_tokens"] = int(len(cpu_ids))
+    # The device-resident output through DLPack, as a model pipeline would take it.
+    try:
+        import torch
+    except ImportError:
+        row["dlpack_torch"] = "torch not installed"
+    else:
+        try:
+            ids_d, off_d = cuda.encode_batch_to_device(enc, adv, num_threads=threads, disallowed_special=())
+            t_ids, t_off = torch.from_dlpack(ids_d), torch.from_dlpack(off_d)
+            cpu_ids, cpu_off = enc.encode_ordinary_batch_to_numpy(adv, num_threads=threads)
+            same = (t_ids.device.type == "cuda" and np.array_equal(t_ids.to(torch.int64).cpu().numpy(), cpu_ids)
+                    and np.array_equal(t_off.cpu().numpy(), cpu_off))
+            row["dlpack_torch"] = (f"torch.from_dlpack gives {t_ids.dtype} and {t_off.dtype} tensors on {t_ids.device}, "
+                                   f"{'identical to the CPU engine' if same else 'DIFFERENT from the CPU engine'}")
+        except Exception as e:  # noqa: BLE001 -- reported, not fatal to the rest of the check
+            row["dlpack_torch"] = f"torch.from_dlpack failed: {e!r}"
     specials = ["<|endoftext|> a" + d[:200] for d in adv[:500]]
     a = enc.encode_batch_to_numpy(specials, allowed_special="all", num_threads=threads)
     b = enc.encode_batch_to_numpy(specials, allowed_special="all", num_threads=threads, device="cuda")
@@ -140,7 +156,7 @@ def check(name: str, enc, docs: list[str], adv: list[str], repeat: int, threads:
         sweep.append({"mib": mib_target, "cpu_ms": c * 1e3, "gpu_ms": g * 1e3})
     row["sweep"] = sweep
     print(f"{name}: exact corpus={row['corpus_mismatched_docs'] == 0} adversarial={row['adversarial_mismatched_docs'] == 0} "
-          f"specials={row['specials_identical']} | CPU {row['cpu_mtok_s']:.1f} Mtok/s, GPU numpy "
+          f"specials={row['specials_identical']} dlpack={row.get('dlpack_torch')} | CPU {row['cpu_mtok_s']:.1f} Mtok/s, GPU numpy "
           f"{row['gpu_numpy_mtok_s']:.1f} ({row['speedup_numpy']:.2f}x), GPU device {row['gpu_device_mtok_s']:.1f} "
           f"({row['speedup_device']:.2f}x); pre-tokenize {t_split * 1e3:.0f} ms (threads {stats['mark_ms']:.0f}), upload {stats['upload_ms']:.0f} ms, "
           f"kernel {stats['kernel_ms']:.1f} ms, CPU hand-off {stats['fix_ms']:.0f} ms, scan+gather+copy back "
@@ -182,6 +198,7 @@ def write_markdown(run: dict, path: Path) -> None:
             f"{r['speedup_device']:.2f}x | {r['pretokenize_s'] * 1e3:.0f} | {r['upload_ms']:.0f} | "
             f"{r['kernel_ms']:.1f} | {r['fix_ms']:.0f} | {r['tail_ms']:.0f} | "
             f"{r['pieces_left_to_cpu'] + r['long_pieces']:,} |")
+    lines += ["", f"DLPack: {run['rows'][0].get('dlpack_torch', 'not checked')}."]
     lines += ["", "Batch size against time (numpy output; the first vocabulary): where `device=\"auto\"` should "
               "switch to the GPU.", "", "| batch MiB | CPU ms | GPU ms |", "|---:|---:|---:|"]
     for point in run["rows"][0]["sweep"]:
