@@ -1,7 +1,10 @@
 // Fuzz target: arbitrary bytes as TEXT (invalid UTF-8, lone surrogates' encodings, NULs, long
 // runs) through real engines built from a small synthetic vocabulary: the tiktoken engine with
 // each hand-written split pattern, and the HF byte-level engine. Every id an encode returns must
-// decode (checked with abort()).
+// decode, and the batch stages the GPU runs (engines/piece_batch.h's host loop), on the input cut
+// into documents at each 0x00 byte, must give what the engine gives document by document (both
+// checked with abort()).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +15,7 @@
 #include "core/cartridge.h"
 #include "fuzz_seeds.h"
 #include "engines/hf_engine.h"
+#include "engines/piece_batch.h"
 #include "engines/tiktoken_engine.h"
 
 using namespace crayon;
@@ -42,6 +46,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string back;
     uint32_t bad = 0;
     if (!e->decode(ids.data(), ids.size(), back, &bad)) abort();
+  }
+  std::vector<std::string_view> docs;
+  for (size_t start = 0;;) {
+    const size_t end = text.find('\0', start);
+    docs.push_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  for (const auto& e : tik) {
+    std::vector<uint32_t> staged;
+    std::vector<int64_t> offsets;
+    MarkedBatch info;
+    try {
+      encode_batch_staged(*e, docs, {}, {}, true, 2, staged, offsets, info);
+    } catch (const BpeError&) {
+      continue;  // a byte without a token: the engine refuses the text too
+    }
+    if (offsets.size() != docs.size() + 1) abort();
+    for (size_t d = 0; d < docs.size(); ++d) {
+      ids.clear();
+      e->encode_ordinary(docs[d], ids);
+      if (static_cast<size_t>(offsets[d + 1] - offsets[d]) != ids.size()) abort();
+      if (!std::equal(ids.begin(), ids.end(), staged.begin() + offsets[d])) abort();
+    }
   }
   RawEncoding enc;
   hf->encode(text, false, enc);

@@ -26,6 +26,7 @@ OUTPUT = ROOT / "docs" / "api.md"
 def sections() -> list[tuple[str, str, list[tuple[str, Any]]]]:
     """(title, introduction, [(qualified name, object)]) for each part of the public API."""
     import crayon_hf
+    import crayon_hf.cuda as cuda
     import crayon_hf.tiktoken as tiktoken
     from crayon_hf.streaming import EncodeStream
 
@@ -56,6 +57,13 @@ def sections() -> list[tuple[str, str, list[tuple[str, Any]]]]:
          "tokenizer class transformers would load (e.g. `Qwen2Tokenizer`); only the methods crayon-hf adds or "
          "documents differently are listed here, the rest is transformers' own API.", [
             ("crayon_hf.CrayonTokenizer", crayon_hf.CrayonTokenizer),
+        ]),
+        ("crayon_hf.cuda", "GPU batch encoding (docs/cuda.md): the same ids as the CPU engine. The tiktoken "
+         "face's `encode_batch_to_numpy` and `encode_ordinary_batch_to_numpy` take `device=\"cuda\"`.", [
+            ("crayon_hf.cuda.is_available", cuda.is_available),
+            ("crayon_hf.cuda.unavailable_reason", cuda.unavailable_reason),
+            ("crayon_hf.cuda.device_count", cuda.device_count),
+            ("crayon_hf.cuda.encode_batch_to_device", cuda.encode_batch_to_device),
         ]),
         ("Streaming", "Incremental encoding and decoding, on every face.", [
             ("crayon_hf.DecodeStream", crayon_hf.DecodeStream),

@@ -56,6 +56,8 @@ class DoubleArrayView {
   static constexpr int32_t kRoot = 0;
 
   uint32_t size() const { return size_; }
+  const DoubleArrayUnit* units() const { return units_; }
+  const int32_t* values() const { return values_; }
 
   // The child of `node` on byte `c`, or -1 when there is none. `node` must be a valid node index.
   int32_t child(int32_t node, uint8_t c) const {

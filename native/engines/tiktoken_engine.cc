@@ -81,12 +81,6 @@ size_t last_utf8_char(std::string_view s, uint32_t* cp) {
   return 0;
 }
 
-bool is_ascii(const uint8_t* s, size_t n) {
-  uint8_t any = 0;
-  for (size_t i = 0; i < n; ++i) any |= s[i];
-  return any < 0x80;
-}
-
 bool valid_utf8(std::string_view s) {
   size_t i = 0;
   const size_t n = s.size();
@@ -330,6 +324,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     backtrack_.memo_owner = owner_;
     use_backtrack_ = true;
   }
+  pieces_ = make_piece_tables(bpe_, use_backtrack_ ? &backtrack_ : nullptr);
 }
 
 void TiktokenEngine::check_tables() const {
@@ -365,7 +360,7 @@ void TiktokenEngine::byte_pair_encode(const uint8_t* piece, size_t n, std::vecto
 }
 
 void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
-  const int32_t whole = token_rank(bpe_, piece, n);
+  const int32_t whole = piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
     return;
@@ -386,7 +381,7 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
 }
 
 void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
-  const int32_t whole = token_rank(bpe_, piece, n);
+  const int32_t whole = piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
   } else {
@@ -395,19 +390,11 @@ void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::
 }
 
 void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
-  if (n <= 8 || (n <= kSmallPiece && is_ascii(piece, n))) {
-    // Short pieces: the quadratic loop beats backtracking (measured per length: ASCII up to 12
-    // bytes, other scripts up to 8; past that, backtracking wins on Chinese).
-    bpe_encode_small(bpe_, piece, n, out);
-  } else if (use_backtrack_) {
-    bpe_encode_backtrack(bpe_, backtrack_, piece, n, out);
-  } else {
-    bpe_encode_heap(bpe_, piece, n, out);
-  }
+  bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
 }
 
-void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
-                                    bool cached) const {
+template <class F>
+void TiktokenEngine::for_each_piece(std::string_view seg, F&& f) const {
   const uint8_t* s = reinterpret_cast<const uint8_t*>(seg.data());
   size_t pos = 0;
   if (regex_ != nullptr) {
@@ -415,20 +402,43 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
     // cannot match empty (checked at load), so every search moves forward.
     size_t ms = 0, me = 0;
     while (pos < seg.size() && regex_->search(seg, pos, ms, me)) {
-      const size_t before = out.size();
-      cached ? encode_piece(s + ms, me - ms, out) : encode_piece_uncached(s + ms, me - ms, out);
-      if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+      f(s + ms, me - ms);
       pos = me;
     }
     return;
   }
   while (pos < seg.size()) {
     const size_t end = piece_end(pattern_, seg, pos);
-    const size_t before = out.size();
-    cached ? encode_piece(s + pos, end - pos, out) : encode_piece_uncached(s + pos, end - pos, out);
-    if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+    f(s + pos, end - pos);
     pos = end;
   }
+}
+
+template <class Segment, class Special>
+void TiktokenEngine::for_each_segment(std::string_view text, const std::vector<uint8_t>& allowed, Segment&& segment,
+                                      Special&& special) const {
+  size_t start = 0;
+  const bool any_allowed = std::find(allowed.begin(), allowed.end(), 1) != allowed.end();
+  while (true) {
+    SpecialMatch m;
+    if (any_allowed) {
+      m = specials_.find(text, start, [&](int32_t i) { return static_cast<size_t>(i) < allowed.size() && allowed[i] != 0; });
+    }
+    const size_t end = m.index >= 0 ? m.pos : text.size();
+    segment(text.substr(start, end - start));
+    if (m.index < 0) break;
+    special(m);
+    start = m.pos + m.len;
+  }
+}
+
+void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
+                                    bool cached) const {
+  for_each_piece(seg, [&](const uint8_t* p, size_t n) {
+    const size_t before = out.size();
+    cached ? encode_piece(p, n, out) : encode_piece_uncached(p, n, out);
+    if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+  });
 }
 
 void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out, bool cached) const {
@@ -441,21 +451,36 @@ SpecialMatch TiktokenEngine::find_special(std::string_view text, const std::vect
 
 size_t TiktokenEngine::encode(std::string_view text, const std::vector<uint8_t>& allowed, std::vector<uint32_t>& out) const {
   size_t last_piece_len = 0;
-  size_t start = 0;
-  const bool any_allowed = std::find(allowed.begin(), allowed.end(), 1) != allowed.end();
-  while (true) {
-    SpecialMatch m;
-    if (any_allowed) {
-      m = specials_.find(text, start, [&](int32_t i) { return static_cast<size_t>(i) < allowed.size() && allowed[i] != 0; });
-    }
-    const size_t end = m.index >= 0 ? m.pos : text.size();
-    encode_segment(text.substr(start, end - start), out, &last_piece_len, true);
-    if (m.index < 0) break;
-    out.push_back(special_ids_[m.index]);
-    start = m.pos + m.len;
-    last_piece_len = 0;
-  }
+  for_each_segment(
+      text, allowed, [&](std::string_view seg) { encode_segment(seg, out, &last_piece_len, true); },
+      [&](const SpecialMatch& m) {
+        out.push_back(special_ids_[m.index]);
+        last_piece_len = 0;
+      });
   return last_piece_len;
+}
+
+void TiktokenEngine::mark_pieces(std::string_view text, const std::vector<uint8_t>& allowed, uint8_t* marks,
+                                 uint64_t base, std::vector<SpecialAt>& specials) const {
+  if (text.empty()) return;
+  std::memset(marks, kMarkInside, text.size());
+  const char* const origin = text.data();
+  size_t next = 0;  // the first byte no piece has covered yet
+  auto mark = [&](size_t at, size_t n, uint8_t kind) {
+    for (; next < at; ++next) marks[next] = kMarkDropped;  // text the split regex did not match
+    marks[at] = kind;
+    next = at + n;
+  };
+  for_each_segment(
+      text, allowed,
+      [&](std::string_view seg) {
+        for_each_piece(seg, [&](const uint8_t* p, size_t n) { mark(reinterpret_cast<const char*>(p) - origin, n, kMarkPiece); });
+      },
+      [&](const SpecialMatch& m) {
+        mark(m.pos, m.len, kMarkSpecial);
+        specials.push_back(SpecialAt{static_cast<uint32_t>(base + m.pos), special_ids_[m.index]});
+      });
+  for (; next < text.size(); ++next) marks[next] = kMarkDropped;
 }
 
 bool TiktokenEngine::decode(const uint32_t* ids, size_t n, std::string& out, uint32_t* bad) const {

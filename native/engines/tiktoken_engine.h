@@ -25,6 +25,7 @@
 #include "core/cartridge.h"
 #include "text/pretokenize.h"
 #include "text/regex.h"
+#include "engines/batch_stages.h"
 #include "engines/special_tokens.h"
 
 namespace crayon {
@@ -100,11 +101,21 @@ class TiktokenEngine {
   // all_specials is true).
   SpecialMatch find_special(std::string_view text, const std::vector<uint8_t>& set) const;
 
+  // Pre-tokenization alone, for the batch stages (engines/batch_stages.h): one mark per byte of
+  // text (marks[i] for text[i]: kMarkPiece where a piece starts, kMarkSpecial where an allowed
+  // special token does, kMarkDropped on text no piece covers, kMarkInside elsewhere), and each
+  // special token's (base + offset, id) appended to `specials`.
+  void mark_pieces(std::string_view text, const std::vector<uint8_t>& allowed, uint8_t* marks, uint64_t base,
+                   std::vector<SpecialAt>& specials) const;
+
   // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
   // several tokens go through the calling thread's PieceCache first).
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // The tables of the per-piece encoder (models/piece_encoder.h), for the batch stages and the
+  // CUDA module. Valid once ready() has succeeded.
+  const piece::PieceTables& piece_tables() const { return pieces_; }
   // BPE merge loop without the whole-piece shortcut (tiktoken's byte_pair_encode).
   void byte_pair_encode(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
 
@@ -127,6 +138,13 @@ class TiktokenEngine {
   // BPE of a piece that is not a single token.
   void encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
+  // Calls f(bytes, n) for every piece of a segment (no special tokens inside).
+  template <class F>
+  void for_each_piece(std::string_view seg, F&& f) const;
+  // Splits text at its allowed special tokens: segment(text between them), special(match).
+  template <class Segment, class Special>
+  void for_each_segment(std::string_view text, const std::vector<uint8_t>& allowed, Segment&& segment,
+                        Special&& special) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
   uint64_t owner_;  // unique per engine: keys the per-thread memo caches
@@ -139,6 +157,7 @@ class TiktokenEngine {
   uint32_t n_specials_ = 0;
   BacktrackTables backtrack_;
   bool use_backtrack_ = false;
+  piece::PieceTables pieces_;  // what models/piece_encoder.h reads: bpe_ and backtrack_'s tables
   const uint32_t* special_text_offsets_ = nullptr;
   const char* special_text_ = nullptr;
   size_t special_text_size_ = 0;

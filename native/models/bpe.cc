@@ -1,5 +1,7 @@
 #include "models/bpe.h"
 
+#include "models/bpe_backtrack.h"  // make_piece_tables
+
 #include <algorithm>
 #include <limits>
 #include <queue>
@@ -19,52 +21,14 @@ int32_t token_rank(const BpeTables& t, const uint8_t* s, size_t n) {
 }
 
 void bpe_encode_small(const BpeTables& t, const uint8_t* piece, size_t n, std::vector<uint32_t>& out) {
-  constexpr uint32_t kNone = 0xFFFFFFFFu;
-  uint32_t start[kSmallPiece + 1];  // part i is piece[start[i], start[i + 1])
-  int32_t node[kSmallPiece];        // trie node of part i's bytes
-  uint32_t rank[kSmallPiece];       // rank of part i merged with part i + 1, or kNone
-  for (size_t i = 0; i < n; ++i) {
-    if (t.byte_rank[piece[i]] < 0) throw BpeError(piece[i]);
-    start[i] = static_cast<uint32_t>(i);
-    node[i] = t.trie.child(DoubleArrayView::kRoot, piece[i]);
-  }
-  start[n] = static_cast<uint32_t>(n);
-  // The node of part i + part i + 1: part i's node walked over part i + 1's bytes.
-  auto joined = [&](size_t i) {
-    int32_t nd = node[i];
-    for (uint32_t k = start[i + 1]; k < start[i + 2] && nd >= 0; ++k) nd = t.trie.child(nd, piece[k]);
-    return nd;
-  };
-  auto rank_of = [&](int32_t nd) {
-    const int32_t v = nd >= 0 ? t.trie.value_at(nd) : -1;
-    return v >= 0 && static_cast<uint32_t>(v) < t.n_ids ? static_cast<uint32_t>(v) : kNone;
-  };
-  size_t m = n;
-  for (size_t i = 0; i + 1 < m; ++i) rank[i] = rank_of(joined(i));
-  while (m > 1) {
-    size_t best = 0;
-    for (size_t i = 1; i + 1 < m; ++i) {
-      if (rank[i] < rank[best]) best = i;
-    }
-    if (rank[best] == kNone) break;
-    node[best] = joined(best);
-    // Part best + 1 joins part best: drop its start and node, and the rank of the merged pair.
-    for (size_t i = best + 1; i < m; ++i) start[i] = start[i + 1];
-    for (size_t i = best + 1; i + 1 < m; ++i) node[i] = node[i + 1];
-    for (size_t i = best; i + 2 < m; ++i) rank[i] = rank[i + 1];
-    --m;
-    if (best > 0) rank[best - 1] = rank_of(joined(best - 1));
-    if (best + 1 < m) rank[best] = rank_of(joined(best));
-  }
-  const size_t first = out.size();
-  for (size_t i = 0; i < m; ++i) {
-    const uint32_t r = rank_of(node[i]);
-    if (r == kNone) {  // only damaged tables: a part that is not a token
-      out.resize(first);
-      bpe_encode_heap(t, piece, n, out);
-      return;
-    }
-    out.push_back(r);
+  const piece::PieceTables pt = make_piece_tables(t, nullptr);
+  uint32_t ids[piece::kSmallPiece];
+  const int32_t got = n <= piece::kSmallPiece ? piece::encode_small(pt, piece, static_cast<uint32_t>(n), ids)
+                                              : piece::kUseReference;
+  if (got < 0) {
+    bpe_encode_heap(t, piece, n, out);  // a byte without a token (BpeError), or damaged tables
+  } else {
+    out.insert(out.end(), ids, ids + got);
   }
 }
 

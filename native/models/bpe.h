@@ -6,7 +6,8 @@
 //
 // A token's id is its rank, so "merge priority" and "id" are the same number here.
 //
-// Two encoders produce identical output:
+// Three encoders produce identical output (the last two live in models/piece_encoder.h, shared with
+// the CUDA batch engine; the functions here wrap them for tests):
 //  * bpe_encode_heap — the reference: a linked list of parts and a min-heap of candidate pairs
 //    keyed by (rank, position), with stale entries skipped. O(n log n) in the piece length, so a
 //    100,000-byte piece is fine. It is the oracle every faster encoder is tested against, and the
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "core/double_array.h"
+#include "models/piece_encoder.h"
 
 namespace crayon {
 
@@ -62,7 +64,7 @@ int32_t token_rank(const BpeTables& t, const uint8_t* s, size_t n);
 void bpe_encode_heap(const BpeTables& t, const uint8_t* piece, size_t n, std::vector<uint32_t>& out);
 
 // The longest piece bpe_encode_small takes.
-constexpr size_t kSmallPiece = 12;
+constexpr size_t kSmallPiece = piece::kSmallPiece;
 
 // Appends the BPE encoding of piece[0, n) to out, 1 <= n <= kSmallPiece; identical to
 // bpe_encode_heap (same BpeError). Damaged tables (a part without a token) fall back to the heap.

@@ -82,8 +82,6 @@ bool split_one(const BpeTables& t, const uint8_t* s, uint32_t len, MergeState& m
   return true;
 }
 
-bool bit(const std::vector<uint64_t>& b, size_t i) { return (b[i >> 6] >> (i & 63)) & 1; }
-
 }  // namespace
 
 BpeSplits compute_bpe_splits(const BpeTables& t) {
@@ -226,38 +224,82 @@ bool pair_valid_by_encoding(const BpeTables& t, uint32_t a, uint32_t b) {
 
 }  // namespace
 
+piece::PieceTables make_piece_tables(const BpeTables& t, const BacktrackTables* bt) {
+  piece::PieceTables pt;
+  pt.trie_units = reinterpret_cast<const int32_t*>(t.trie.units());
+  pt.trie_values = t.trie.values();
+  pt.trie_size = t.trie.size();
+  pt.n_ids = t.n_ids;
+  pt.token_offsets = t.token_offsets;
+  for (int b = 0; b < 256; ++b) pt.byte_rank[b] = t.byte_rank[b];
+  if (bt != nullptr && bt->split_left != nullptr && bt->split_right != nullptr) {
+    pt.split_left = bt->split_left;
+    pt.split_right = bt->split_right;
+    pt.slow = bt->slow;
+    pt.pairs = bt->pairs.entries();
+    pt.pair_capacity = bt->pairs.capacity();
+    pt.bloom = bt->pairs.bloom();
+    pt.bloom_mask = bt->pairs.bloom_mask();
+  }
+  return pt;
+}
+
+namespace {
+
+// The CPU's pair check for piece::encode_backtrack. The check is a pure function of the
+// vocabulary and the pair, and real text repeats pairs (suffixes, common stems), so a small
+// per-thread memo saves most of the spine walks; pairs of slow tokens are decided by encoding.
+struct CpuPairCheck {
+  const BpeTables& t;
+  const piece::PieceTables& pt;
+  uint64_t owner;  // 0: no memo
+  BacktrackScratch& sc;
+
+  bool decide(uint32_t a, uint32_t b) const {
+    if (piece::pair_is_slow(pt, a, b)) return pair_valid_by_encoding(t, a, b);
+    return piece::pair_valid_by_spines(pt, a, b);
+  }
+  int operator()(uint32_t a, uint32_t b) {
+    if (owner == 0) return decide(a, b);
+    if (sc.memo.empty()) sc.memo.resize(BacktrackScratch::kMemoSize);
+    const uint64_t key = pair_key(a, b);
+    BacktrackScratch::PairMemo& m = sc.memo[pair_hash(key ^ owner) & (BacktrackScratch::kMemoSize - 1)];
+    if (m.owner == owner && m.key == key) return m.valid;
+    const bool valid = decide(a, b);
+    m.owner = owner;
+    m.key = key;
+    m.valid = valid;
+    return valid;
+  }
+};
+
+// piece::encode_* through a caller-sized slice of `out`: n slots, shrunk to what was written, or
+// bpe_encode_heap when the piece encoder leaves the piece to the reference.
+template <class Encode>
+void append_or_reference(const BpeTables& t, const uint8_t* piece, size_t n, std::vector<uint32_t>& out,
+                         Encode&& encode) {
+  const size_t first = out.size();
+  int32_t got = piece::kUseReference;
+  if (n <= 0xFFFFFFFFu) {
+    out.resize(first + n);
+    got = encode(static_cast<uint32_t>(n), out.data() + first);
+  }
+  if (got < 0) {
+    out.resize(first);
+    bpe_encode_heap(t, piece, n, out);
+  } else {
+    out.resize(first + static_cast<size_t>(got));
+  }
+}
+
+}  // namespace
+
 bool bpe_pair_is_valid(const BpeTables& t, const BacktrackTables& bt, uint32_t a, uint32_t b) {
   if (a >= t.n_ids || b >= t.n_ids) return false;
-  if (bt.slow != nullptr && (bt.slow[a] | bt.slow[b])) return pair_valid_by_encoding(t, a, b);
-  // State: a is the part just left of the boundary, b the part just right. A merge across the
-  // boundary into c happens iff c < limit, limit being the rank of the merge that ended the
-  // state (infinite for the final state). Undo the later of the two spine merges each step.
-  uint64_t limit = std::numeric_limits<uint64_t>::max();
-  const uint32_t n_ids = t.n_ids;
-  // Each undo shortens a or b by a byte at least; the cap only matters for damaged tables.
-  for (int steps = 0; steps < 1 << 16; ++steps) {
-    const uint32_t c = bt.pairs.find(a, b);
-    if (c != kNo && c < limit) return false;
-    const uint32_t ar = bt.split_right[a];
-    const uint32_t bl = bt.split_left[b];
-    const bool a_leaf = ar == a;
-    const bool b_leaf = bl == b;
-    if (a_leaf && b_leaf) return true;
-    if (!a_leaf && (b_leaf || a > b)) {
-      // a's merge is later. Its left child is left of the boundary pair, so on a tie of ranks
-      // a's merge goes first: crossing only for c < a.
-      limit = a;
-      a = ar;
-      if (a >= n_ids) return false;
-    } else {
-      // b's merge is later (on equal ids the right one is later). A crossing pair starts left
-      // of b's merge, so it wins ties: crossing for c <= b.
-      limit = uint64_t{b} + 1;
-      b = bl;
-      if (b >= n_ids) return false;
-    }
-  }
-  return false;
+  const piece::PieceTables pt = make_piece_tables(t, &bt);
+  if (pt.split_left == nullptr) return false;
+  thread_local BacktrackScratch unused;
+  return CpuPairCheck{t, pt, 0, unused}.decide(a, b);
 }
 
 uint64_t new_memo_owner() {
@@ -265,95 +307,24 @@ uint64_t new_memo_owner() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-namespace {
-
-// The pair check is a pure function of the vocabulary and the pair, and real text repeats pairs
-// (suffixes, common stems), so a small per-thread memo saves most of the spine walks.
-bool pair_valid_memo(const BpeTables& t, const BacktrackTables& bt, BacktrackScratch& sc, uint32_t a, uint32_t b) {
-  if (bt.memo_owner == 0) return bpe_pair_is_valid(t, bt, a, b);
-  if (sc.memo.empty()) sc.memo.resize(BacktrackScratch::kMemoSize);
-  const uint64_t key = pair_key(a, b);
-  BacktrackScratch::PairMemo& m = sc.memo[pair_hash(key ^ bt.memo_owner) & (BacktrackScratch::kMemoSize - 1)];
-  if (m.owner == bt.memo_owner && m.key == key) return m.valid;
-  const bool valid = bpe_pair_is_valid(t, bt, a, b);
-  m.owner = bt.memo_owner;
-  m.key = key;
-  m.valid = valid;
-  return valid;
-}
-
-}  // namespace
-
 void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const uint8_t* piece, size_t n,
                           std::vector<uint32_t>& out, BacktrackScratch& sc) {
-  if (bt.split_left == nullptr || bt.split_right == nullptr) {
-    bpe_encode_heap(t, piece, n, out);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (t.byte_rank[piece[i]] < 0) throw BpeError(piece[i]);
-  }
-  if (n == 1) {
-    out.push_back(static_cast<uint32_t>(t.byte_rank[piece[0]]));
-    return;
-  }
-  const uint32_t n_ids = t.n_ids;
-  const size_t base = out.size();
-  sc.dead_end_free.assign((n >> 6) + 1, ~uint64_t{0});
-  sc.lens.clear();
-
-  size_t pos = 0;
-  size_t cap = n + 1;  // candidates must be shorter than cap (set when backtracking into pos)
-  while (pos < n) {
-    // Usable prefix tokens of piece[pos, ...), shortest first.
-    sc.cand_len.clear();
-    sc.cand_id.clear();
-    const size_t limit = std::min(n - pos, cap - 1);
-    int32_t node = DoubleArrayView::kRoot;
-    for (size_t i = 0; i < limit; ++i) {
-      node = t.trie.child(node, piece[pos + i]);
-      if (node < 0) break;
-      const int32_t v = t.trie.value_at(node);
-      // Usability (split_left != kNo) is checked only for the candidate actually tried: the
-      // longest one is usually accepted, and the check is a cache miss per candidate.
-      if (v >= 0 && static_cast<uint32_t>(v) < n_ids) {
-        sc.cand_len.push_back(static_cast<uint32_t>(i + 1));
-        sc.cand_id.push_back(static_cast<uint32_t>(v));
-      }
-    }
-    bool pushed = false;
-    for (size_t k = sc.cand_len.size(); k-- > 0;) {
-      const size_t end = pos + sc.cand_len[k];
-      const uint32_t id = sc.cand_id[k];
-      if (!bit(sc.dead_end_free, end) || bt.split_left[id] == kNo) continue;
-      if (out.size() > base && !pair_valid_memo(t, bt, sc, out.back(), id)) continue;
-      out.push_back(id);
-      sc.lens.push_back(sc.cand_len[k]);
-      pos = end;
-      cap = n + 1;
-      pushed = true;
-      break;
-    }
-    if (pushed) continue;
-    if (out.size() == base) {
-      // No valid encoding exists, which only damaged tables can cause. Give the right answer.
-      bpe_encode_heap(t, piece, n, out);
-      return;
-    }
-    // The encoding of piece[0, pos) has no valid continuation: remember, and retry the previous
-    // position with its next shorter candidate.
-    sc.dead_end_free[pos >> 6] &= ~(uint64_t{1} << (pos & 63));
-    cap = sc.lens.back();
-    pos -= cap;
-    sc.lens.pop_back();
-    out.pop_back();
-  }
+  const piece::PieceTables pt = make_piece_tables(t, &bt);
+  CpuPairCheck check{t, pt, bt.memo_owner, sc};
+  append_or_reference(t, piece, n, out, [&](uint32_t len, uint32_t* dst) {
+    sc.dead_end_free.resize(piece::dead_end_words(len));
+    return piece::encode_backtrack(pt, piece, len, dst, sc.dead_end_free.data(), check);
+  });
 }
 
-void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const uint8_t* piece, size_t n,
-                          std::vector<uint32_t>& out) {
-  thread_local BacktrackScratch scratch;
-  bpe_encode_backtrack(t, bt, piece, n, out, scratch);
+void bpe_encode_multi(const BpeTables& t, const piece::PieceTables& pt, uint64_t memo_owner, const uint8_t* piece,
+                      size_t n, std::vector<uint32_t>& out) {
+  thread_local BacktrackScratch sc;
+  CpuPairCheck check{t, pt, memo_owner, sc};
+  append_or_reference(t, piece, n, out, [&](uint32_t len, uint32_t* dst) {
+    if (sc.dead_end_free.size() < piece::dead_end_words(len)) sc.dead_end_free.resize(piece::dead_end_words(len));
+    return piece::encode_multi(pt, piece, len, dst, sc.dead_end_free.data(), check);
+  });
 }
 
 }  // namespace crayon

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "models/bpe.h"
+#include "models/piece_encoder.h"
 
 namespace crayon {
 
@@ -83,30 +84,9 @@ BpeSplits compute_bpe_splits(const BpeTables& t);
 bool validate_bpe_splits(const BpeTables& t, const uint32_t* left, const uint32_t* right);
 
 // Pair table: (left id, right id) -> the id of the token whose split it is. Stored as a plain
-// array (a cartridge section) of `capacity` 12-byte entries, at most 3/4 full; an empty slot has
-// value kNoSplit; linear probing (wrapping) from slot pair_slot(left, right, capacity).
-struct PairEntry {
-  uint32_t left;
-  uint32_t right;
-  uint32_t value;
-};
-static_assert(sizeof(PairEntry) == 12, "PairEntry is stored in cartridges as 12 bytes");
-
-inline uint64_t pair_key(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
-
-// A fixed mixing function (part of the stored format: changing it invalidates cartridges).
-inline uint64_t pair_hash(uint64_t key) {
-  key ^= key >> 33;
-  key *= 0xff51afd7ed558ccdull;
-  key ^= key >> 33;
-  return key;
-}
-
-// The home slot of (a, b): the hash's high 32 bits scaled onto [0, capacity) (no power-of-two
-// capacity needed, so the table stays small).
-inline uint64_t pair_slot(uint32_t a, uint32_t b, uint64_t capacity) {
-  return ((pair_hash(pair_key(a, b)) >> 32) * capacity) >> 32;
-}
+// array (a cartridge section) of `capacity` 12-byte PairEntry (models/piece_encoder.h), at most 3/4
+// full; an empty slot has value kNoSplit; linear probing (wrapping) from slot
+// pair_slot(left, right, capacity).
 
 // Builds the pair table of the reachable merges in `s`.
 std::vector<PairEntry> build_pair_table(const BpeSplits& s);
@@ -131,25 +111,13 @@ class PairTableView {
   explicit PairTableView(const std::vector<PairEntry>& v)
       : PairTableView(v.data(), static_cast<uint32_t>(v.size())) {}
 
-  // The merged id for (a, b), or BpeSplits::kNoSplit. Probes at most `capacity` slots, so it
-  // stops even on a damaged table with no empty slot.
+  // The merged id for (a, b), or BpeSplits::kNoSplit.
   uint32_t find(uint32_t a, uint32_t b) const {
-    if (capacity_ == 0) return BpeSplits::kNoSplit;
-    if (bloom_ != nullptr) {
-      const uint64_t h = pair_hash(pair_key(a, b));
-      const uint64_t i = h & bloom_mask_;
-      const uint64_t j = (h >> 32) & bloom_mask_;
-      if (!((bloom_[i >> 6] >> (i & 63)) & (bloom_[j >> 6] >> (j & 63)) & 1)) return BpeSplits::kNoSplit;
-    }
-    uint32_t i = static_cast<uint32_t>(pair_slot(a, b, capacity_));
-    for (uint32_t probes = 0; probes < capacity_; ++probes) {
-      const PairEntry& e = entries_[i];
-      if (e.left == a && e.right == b) return e.value;
-      if (e.value == BpeSplits::kNoSplit) break;
-      i = i + 1 == capacity_ ? 0 : i + 1;
-    }
-    return BpeSplits::kNoSplit;
+    return piece::pair_find(entries_, capacity_, bloom_, bloom_mask_, a, b);
   }
+  const PairEntry* entries() const { return entries_; }
+  const uint64_t* bloom() const { return bloom_; }
+  uint64_t bloom_mask() const { return bloom_mask_; }
   uint32_t capacity() const { return capacity_; }
 
  private:
@@ -177,8 +145,8 @@ struct BacktrackTables {
 // A fresh value for BacktrackTables::memo_owner.
 uint64_t new_memo_owner();
 
-// Per-call working memory. Keep one per thread (e.g. thread_local) so short pieces allocate
-// nothing; it only grows, to O(longest piece) bytes.
+// Per-thread working memory of the CPU encoder. Keep one per thread (e.g. thread_local) so short
+// pieces allocate nothing; it only grows, to O(longest piece) bytes.
 struct BacktrackScratch {
   // Memo of bpe_pair_is_valid, a pure function of (tables, a, b): direct-mapped, keyed by the
   // tables' memo_owner and the pair, so several vocabularies can share a thread safely.
@@ -189,26 +157,30 @@ struct BacktrackScratch {
   };
   static constexpr size_t kMemoSize = 1 << 14;
   std::vector<PairMemo> memo;
-  std::vector<uint64_t> dead_end_free;  // bit p set: position p is not known to be a dead end
-  std::vector<uint32_t> lens;           // byte length of each token on the stack
-  std::vector<uint32_t> cand_len;       // prefix-token candidates at the current position
-  std::vector<uint32_t> cand_id;
+  std::vector<uint64_t> dead_end_free;  // piece::dead_end_words(n) words
 };
+
+// The encoder's view of BpeTables (+ the backtracking tables when given): what
+// models/piece_encoder.h reads, on the CPU or copied to a GPU.
+piece::PieceTables make_piece_tables(const BpeTables& t, const BacktrackTables* bt);
 
 // Whether (a, b) can be adjacent in a BPE output: BPE(bytes(a) + bytes(b)) == [a, b]. Both must
 // be usable ids < n_ids. Exposed for tests.
 bool bpe_pair_is_valid(const BpeTables& t, const BacktrackTables& bt, uint32_t a, uint32_t b);
 
-// Appends the BPE encoding of piece[0, n) to out (n >= 1), identical to bpe_encode_heap when the
-// tables came from compute_bpe_splits and build_pair_table for this BpeTables (slow set from
-// BpeSplits::slow when that is non-empty). Throws BpeError as bpe_encode_heap does (the first
-// byte of the piece that has no token). Falls back to bpe_encode_heap when split_left or
-// split_right is null.
+// Appends the BPE encoding of piece[0, n) to out (n >= 1) with piece::encode_backtrack, identical
+// to bpe_encode_heap when the tables came from compute_bpe_splits and build_pair_table for this
+// BpeTables (slow set from BpeSplits::slow when that is non-empty). Throws BpeError as
+// bpe_encode_heap does (the first byte of the piece that has no token). Falls back to
+// bpe_encode_heap when split_left or split_right is null. For tests: it rebuilds the piece tables.
 void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const uint8_t* piece, size_t n,
                           std::vector<uint32_t>& out, BacktrackScratch& scratch);
 
-// Convenience overload using a thread_local scratch.
-void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const uint8_t* piece, size_t n,
-                          std::vector<uint32_t>& out);
+// Appends the BPE encoding of a piece that is not one token: piece::encode_multi (the quadratic
+// loop for short pieces, backtracking for the rest) with the CPU's pair check (memoized per thread;
+// slow pairs decided by re-encoding), and bpe_encode_heap for whatever that leaves undecided
+// (pt.split_left null: no backtracking tables). `pt` is make_piece_tables(t, &bt), made once.
+void bpe_encode_multi(const BpeTables& t, const piece::PieceTables& pt, uint64_t memo_owner, const uint8_t* piece,
+                      size_t n, std::vector<uint32_t>& out);
 
 }  // namespace crayon

@@ -19,6 +19,7 @@
 #include "core/parallel.h"
 #include "text/normalize.h"
 #include "text/pretokenize.h"
+#include "engines/piece_batch.h"
 #include "engines/tiktoken_engine.h"
 #include "core/xxhash64.h"
 
@@ -820,6 +821,139 @@ void bind_hf(py::module_& m) {
 
 void bind_trainer(py::module_& m);  // bindings_train.cc
 
+// `data` as a read-only numpy view whose base keeps `owner` alive.
+template <class T>
+py::array view_of(const T* data, std::vector<py::ssize_t> shape, const py::object& owner) {
+  py::array a(py::dtype::of<T>(), std::move(shape), data, owner);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+// A writable, C-contiguous uint8 buffer of at least `n` bytes (what an allocator handed back).
+uint8_t* writable_bytes(const py::handle& h, uint64_t n, const char* what) {
+  auto a = py::array_t<uint8_t, py::array::c_style>::ensure(h);
+  if (!a || !a.writeable() || static_cast<uint64_t>(a.size()) < n || py::array(a).ptr() != h.ptr()) {
+    throw py::type_error(std::string(what) + " must be a writable, contiguous uint8 array of the batch's size");
+  }
+  return a.mutable_data();
+}
+
+// The batch stages (engines/piece_batch.h) for Python: the CUDA module's pre-tokenization and
+// CPU hand-offs, and the host loop that runs every stage on the CPU for the tests.
+void bind_piece_batches(py::module_& m) {
+  m.attr("device_piece_max") = kDevicePieceMax;
+  auto engine = py::reinterpret_borrow<py::class_<PyEngine>>(m.attr("TiktokenEngine"));
+  engine.def("mark_batch", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary, const py::object& alloc) -> py::tuple {
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const uint64_t n_bytes = batch_bytes(views);
+        const py::tuple bufs = alloc(n_bytes);
+        uint8_t* text = writable_bytes(bufs[0], n_bytes, "the text buffer");
+        uint8_t* marks = writable_bytes(bufs[1], n_bytes, "the marks buffer");
+        const std::vector<uint8_t> allow = mask_from(allowed);
+        const std::vector<uint8_t> deny = mask_from(disallowed);
+        MarkedBatch b;
+        {
+          py::gil_scoped_release release;
+          b = mark_batch(*pe, views, allow, deny, ordinary, num_threads, text, marks);
+        }
+        if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
+        py::array_t<uint64_t> doc_bytes(static_cast<py::ssize_t>(b.doc_bytes.size()));
+        std::copy(b.doc_bytes.begin(), b.doc_bytes.end(), doc_bytes.mutable_data());
+        py::array_t<uint32_t> specials({static_cast<py::ssize_t>(b.specials.size()), py::ssize_t{2}});
+        for (size_t i = 0; i < b.specials.size(); ++i) {
+          specials.mutable_data()[2 * i] = b.specials[i].pos;
+          specials.mutable_data()[2 * i + 1] = b.specials[i].id;
+        }
+        py::dict timings;
+        timings["mark_ms"] = b.mark_ms;
+        return py::make_tuple(n_bytes, doc_bytes, specials, timings);
+      }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"), py::arg("alloc"),
+      "Pre-tokenizes texts for the batch stages: alloc(n_bytes) returns (text, marks) uint8 buffers, "
+      "which get the batch's bytes and one piece mark per byte. Returns (n_bytes, doc_bytes uint64, "
+      "specials (n, 2) uint32 of (byte, id), timings), or (text index, special index) as encode_batch.")
+      .def("encode_pieces", [](const PyEngine& pe, py::array_t<uint8_t, py::array::c_style | py::array::forcecast> text, py::array_t<uint32_t, py::array::c_style | py::array::forcecast> starts, py::array_t<uint32_t, py::array::c_style | py::array::forcecast> lens, size_t num_threads) {
+        const size_t n = static_cast<size_t>(starts.size());
+        if (static_cast<size_t>(lens.size()) != n) throw py::value_error("starts and lens differ in length");
+        for (size_t k = 0; k < n; ++k) {
+          if (uint64_t{starts.data()[k]} + lens.data()[k] > static_cast<uint64_t>(text.size()) || lens.data()[k] == 0) {
+            throw py::index_error("piece outside the text");
+          }
+        }
+        std::vector<int32_t> counts;
+        std::vector<uint32_t> ids;
+        bool missing = false;
+        uint8_t missing_byte = 0;
+        {
+          py::gil_scoped_release release;
+          try {
+            encode_reference(*pe, text.data(), starts.data(), lens.data(), n, num_threads, counts, ids);
+          } catch (const BpeError& err) {
+            missing = true;
+            missing_byte = err.byte();
+          }
+        }
+        if (missing) raise_missing_byte(BpeError(missing_byte));
+        py::array_t<int32_t> c(static_cast<py::ssize_t>(counts.size()));
+        std::copy(counts.begin(), counts.end(), c.mutable_data());
+        py::array_t<uint32_t> v(static_cast<py::ssize_t>(ids.size()));
+        std::copy(ids.begin(), ids.end(), v.mutable_data());
+        return py::make_tuple(c, v);
+      }, py::arg("text"), py::arg("starts"), py::arg("lens"), py::arg("num_threads") = 0,
+      "The CPU engine's encoding of the pieces text[starts[i]:starts[i] + lens[i]]: (counts int32, "
+      "their ids concatenated uint32).")
+      .def("encode_batch_staged", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::tuple {
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<uint8_t> allow = mask_from(allowed);
+        const std::vector<uint8_t> deny = mask_from(disallowed);
+        std::vector<uint32_t> ids;
+        std::vector<int64_t> offsets;
+        MarkedBatch info;
+        bool missing = false;
+        uint8_t missing_byte = 0;
+        {
+          py::gil_scoped_release release;
+          try {
+            encode_batch_staged(*pe, views, allow, deny, ordinary, num_threads, ids, offsets, info);
+          } catch (const BpeError& err) {
+            missing = true;
+            missing_byte = err.byte();
+          }
+        }
+        if (missing) raise_missing_byte(BpeError(missing_byte));
+        if (info.denied_text >= 0) return py::make_tuple(info.denied_text, info.denied_special);
+        py::array_t<uint32_t> ids_arr(static_cast<py::ssize_t>(ids.size()));
+        std::copy(ids.begin(), ids.end(), ids_arr.mutable_data());
+        py::array_t<int64_t> off_arr(static_cast<py::ssize_t>(offsets.size()));
+        std::copy(offsets.begin(), offsets.end(), off_arr.mutable_data());
+        return py::make_tuple(ids_arr, off_arr);
+      }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
+      "encode_batch_to_numpy through the batch stages of the CUDA engine run on CPU threads (the "
+      "host loop, engines/piece_batch.h): the same result, for checking the stages without a GPU.")
+      .def("piece_tables", [](py::object self) {
+        const PyEngine& pe = self.cast<const PyEngine&>();
+        const piece::PieceTables& t = pe->piece_tables();
+        py::dict d;
+        d["n_ids"] = t.n_ids;
+        d["trie_units"] = view_of(t.trie_units, {static_cast<py::ssize_t>(t.trie_size) * 2}, self);
+        d["trie_values"] = view_of(t.trie_values, {static_cast<py::ssize_t>(t.trie_size)}, self);
+        d["token_offsets"] = view_of(t.token_offsets, {static_cast<py::ssize_t>(t.n_ids) + 1}, self);
+        d["byte_rank"] = view_of(t.byte_rank, {256}, self);
+        if (t.split_left != nullptr) {
+          d["split_left"] = view_of(t.split_left, {static_cast<py::ssize_t>(t.n_ids)}, self);
+          d["split_right"] = view_of(t.split_right, {static_cast<py::ssize_t>(t.n_ids)}, self);
+          d["pairs"] = view_of(reinterpret_cast<const uint32_t*>(t.pairs), {static_cast<py::ssize_t>(t.pair_capacity) * 3}, self);
+          if (t.slow != nullptr) d["slow"] = view_of(t.slow, {static_cast<py::ssize_t>(t.n_ids)}, self);
+          if (t.bloom != nullptr) d["bloom"] = view_of(t.bloom, {static_cast<py::ssize_t>((t.bloom_mask + 1) / 64)}, self);
+        }
+        return d;
+      }, "The per-piece encoder's tables (models/piece_encoder.h) as read-only numpy views of the "
+         "cartridge, for copying to a GPU.");
+}
+
 PYBIND11_MODULE(_crayon, m) {
   bind_trainer(m);
   m.doc() = "crayon-hf native engine";
@@ -1172,4 +1306,5 @@ PYBIND11_MODULE(_crayon, m) {
         for (size_t i = 0; i < r.second.size(); ++i) completions[i] = pe.to_list(r.second[i]);
         return py::make_tuple(pe.to_list(r.first), completions);
       });
+  bind_piece_batches(m);
 }

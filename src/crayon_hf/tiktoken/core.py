@@ -249,7 +249,7 @@ class Encoding:
         return result
 
     def encode_ordinary_batch_to_numpy(
-        self, text: list[str], *, num_threads: int = 8
+        self, text: list[str], *, num_threads: int = 8, device: str = "cpu"
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
         """`encode_ordinary_batch` as two flat arrays, without a Python int per token.
 
@@ -262,9 +262,16 @@ class Encoding:
         >>> ids.tolist(), offsets.tolist()
         ([31373, 995, 11274, 16390, 995], [0, 2, 5])
         ```
+
+        ``device="cuda"`` (or ``"cuda:N"``) encodes on a GPU, ``"auto"`` there when the batch is
+        large enough to gain (`crayon_hf.cuda`); the result is identical either way.
         """
         if self._fallback is not None:
             return _flat_arrays(self._fallback.encode_ordinary_batch(text, num_threads=num_threads))
+        if device != "cpu":
+            on_gpu = self._on_device(text, set(), (), num_threads, device, ordinary=True)
+            if on_gpu is not None:
+                return on_gpu
         return _surrogates_fixed(
             lambda texts: self._engine.encode_batch_to_numpy(texts, b"", b"", num_threads, True), text)
 
@@ -275,9 +282,11 @@ class Encoding:
         num_threads: int = 8,
         allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
         disallowed_special: Literal["all"] | Collection[str] = "all",
+        device: str = "cpu",
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
         """`encode_batch` as two flat arrays ``(ids, offsets)``, as `encode_ordinary_batch_to_numpy`
         returns them. Special tokens as in `encode`: a disallowed one raises ``ValueError``.
+        `device` as in `encode_ordinary_batch_to_numpy`.
 
         Every face has this method (`crayon_hf.Tokenizer` and `CrayonTokenizer` return
         ``(ids, offsets, doc_offsets)``, with character offsets in the middle): the ids come first
@@ -292,6 +301,10 @@ class Encoding:
                     disallowed_special=disallowed_special,
                 )
             )
+        if device != "cpu":
+            on_gpu = self._on_device(text, allowed_special, disallowed_special, num_threads, device, ordinary=False)
+            if on_gpu is not None:
+                return on_gpu
         texts = list(text)
         allowed_mask, deny_mask = self._batch_masks(texts, allowed_special, disallowed_special)
         try:
@@ -545,6 +558,39 @@ class Encoding:
         if not isinstance(disallowed_special, frozenset):
             disallowed_special = frozenset(disallowed_special)  # type: ignore[arg-type]
         return allowed_special, disallowed_special  # type: ignore[return-value]
+
+    def _on_device(self, text: list[str], allowed_special: object, disallowed_special: object, num_threads: int,
+                   device: str, ordinary: bool) -> tuple[Any, Any] | None:
+        """A batch-to-numpy call on the GPU `device` names, or None when it runs on the CPU
+        (device "auto" on a small batch, or text the GPU path cannot take: lone surrogates)."""
+        from crayon_hf import cuda
+
+        texts = list(text)
+        index = cuda.resolve_device(device, cuda.batch_bytes(texts))
+        if index is None:
+            return None
+        if ordinary:
+            allowed_special, disallowed_special = set(), ()
+        try:
+            return self._encode_batch_on_device(texts, allowed_special, disallowed_special, num_threads, index,
+                                                to_host=True)
+        except UnicodeEncodeError:
+            return None
+
+    def _encode_batch_on_device(self, texts: list[str], allowed_special: object, disallowed_special: object,
+                                num_threads: int, index: int, to_host: bool) -> tuple[Any, Any]:
+        """(ids, offsets) from GPU `index`: numpy arrays when to_host, else DeviceArrays."""
+        from crayon_hf import cuda
+
+        if self._fallback is not None:
+            raise NotImplementedError(f"{self.name}: this encoding runs on tiktoken (no native engine), "
+                                      "so it has no GPU path")
+        allowed_mask, deny_mask = self._batch_masks(texts, allowed_special, disallowed_special)
+        result = cuda.encode_pieces(self, self._engine, texts, allowed_mask, deny_mask, False, num_threads, index,
+                                    to_host)
+        if isinstance(result[0], int):
+            raise_disallowed_special_token(self._special_text(result[1]))
+        return result[0], result[1]
 
     def _batch_masks(
         self, texts: list[str], allowed_special: object, disallowed_special: object
