@@ -825,13 +825,7 @@ class Tokenizer:
         if not is_pretokenized:
             if not isinstance(sequence, str):
                 raise TypeError(f"TextInputSequence must be str, not {type(sequence).__name__}")
-            ids, offsets, words, texts = self._engine.encode(sequence, special)
-            tokens = None
-            if texts:
-                tokens = [vocab[i] for i in ids.tolist()]
-                for i, s in texts:
-                    tokens[i] = s
-            return Encoding.from_arrays(ids, offsets, words, None, vocab, type_id, tokens)
+            return _raw_text(self._engine, vocab, sequence, special, type_id)
         if isinstance(sequence, str) or not isinstance(sequence, (list, tuple)):
             raise TypeError("PreTokenizedInputSequence must be a list or tuple of str")
         parts = [self._engine.encode(w, special) for w in sequence]
@@ -875,12 +869,44 @@ class Tokenizer:
         """
         if self._ref is not None:
             return self._ref.encode(sequence, pair, is_pretokenized, add_special_tokens)
+        if type(sequence) is str and pair is None and not is_pretokenized and self._truncation is None \
+                and self._padding is None:
+            lazy = self._encode_lazy(sequence, add_special_tokens)
+            if lazy is not None:
+                return lazy
         try:
             first = self._raw(sequence, is_pretokenized, 0)
             second = self._raw(pair, is_pretokenized, 1) if pair is not None else None
         except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
             raise TypeError(_SEQUENCE_ERROR[is_pretokenized]) from None
         return post_process(first, second, add_special_tokens, self._truncation, self._padding, self._processor)
+
+    def _encode_lazy(self, sequence: str, add_special_tokens: bool) -> Encoding | None:
+        """`encode(sequence)` with ids first: the engine gives the ids alone (no offsets, words or
+        token strings), the processor's fixed prefix and suffix go around them, and everything
+        else is built when first read, by the eager path on the same text with the tokenizer's
+        state of this call (`Encoding._lazy`). None where the processor has no fixed layout."""
+        from crayon_hf._hf.batch import id_plan
+
+        processor = self._processor
+        plan = id_plan(processor, add_special_tokens)
+        if plan is None:
+            return None
+        special = self._encode_special_tokens
+        try:
+            ids = self._engine.encode_id_list(sequence, special)
+        except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
+            raise TypeError(_SEQUENCE_ERROR[False]) from None
+        before, after = plan
+        if before or after:
+            ids = before + ids + after
+        engine, vocab = self._engine, self._vocab_lazy
+
+        def build() -> Encoding:
+            raw = _raw_text(engine, vocab, sequence, special, 0)
+            return post_process(raw, None, add_special_tokens, None, None, processor)
+
+        return Encoding._lazy(ids, build)
 
     def encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False,
                      add_special_tokens: bool = True) -> list[Encoding]:
@@ -1055,6 +1081,17 @@ _INPUT_ERROR = {
     True: "PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, Tuple[PreTokenizedInputSequence, "
           "PreTokenizedInputSequence]]",
 }
+
+
+def _raw_text(engine: Any, vocab: Sequence[str | None], sequence: str, special: bool, type_id: int) -> Encoding:
+    """The engine's encoding of one text, before post-processing."""
+    ids, offsets, words, texts = engine.encode(sequence, special)
+    tokens = None
+    if texts:
+        tokens = [vocab[i] for i in ids.tolist()]
+        for i, s in texts:
+            tokens[i] = s
+    return Encoding.from_arrays(ids, offsets, words, None, vocab, type_id, tokens)
 
 
 def _flatten(encodings: Sequence[Any]) -> BatchArrays:

@@ -150,6 +150,18 @@ def _plan(processor: Any, add_special_tokens: bool) -> tuple[np.ndarray, np.ndar
     return None if plan is _UNSUPPORTED else plan
 
 
+def id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[int]] | None:
+    """(ids before, ids after) the sequence in the processor's layout for a single sequence, or
+    None where that layout is not prefix + sequence + suffix (as `_plan`)."""
+    cache = _NO_PROCESSOR_PLANS if processor is None else processor.__dict__.setdefault("_batch_plans", {})
+    key = ("ids", add_special_tokens)
+    plan = cache.get(key)
+    if plan is None:
+        full = _plan(processor, add_special_tokens)
+        plan = cache[key] = _UNSUPPORTED if full is None else (full[0][ID].tolist(), full[1][ID].tolist())
+    return None if plan is _UNSUPPORTED else plan
+
+
 def _make_plan(processor: Any, add_special_tokens: bool) -> Any:
     if processor is None:
         return _NO_BLOCK, _NO_BLOCK, -1, None
