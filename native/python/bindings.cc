@@ -828,6 +828,25 @@ void bind_hf(py::module_& m) {
         return PyEngine::id_list(r.ids.data(), r.ids.size());
       }, py::arg("text"), py::arg("encode_special_tokens") = false,
       "One sequence up to the model, ids only, as a list of ints (the ids of encode()).")
+      .def("encode_batch_id_lists", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
+                                       size_t num_threads) {
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        std::vector<RawEncoding> out(views.size());
+        const HfEngine& engine = *pe;
+        {
+          py::gil_scoped_release release;
+          parallel_for(views.size(), num_threads, [&](size_t i) {
+            out[i].with_offsets = false;
+            engine.encode(views[i], encode_special_tokens, out[i]);
+          });
+        }
+        py::list result(views.size());
+        for (size_t i = 0; i < out.size(); ++i) result[i] = PyEngine::id_list(out[i].ids.data(), out[i].ids.size());
+        return result;
+      }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
+      "encode_id_list for every text, on native threads without the GIL.")
       .def("encode_ids", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
         const std::string_view t = utf8_view(text);
         RawEncoding r;

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["Tokenizer", "AddedToken", "Encoding", "BatchArrays"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 9
+_CACHE_GENERATION = 10
 _MAGIC = b"CRAYONHF"
 
 
@@ -881,6 +881,32 @@ class Tokenizer:
             raise TypeError(_SEQUENCE_ERROR[is_pretokenized]) from None
         return post_process(first, second, add_special_tokens, self._truncation, self._padding, self._processor)
 
+    def _encode_batch_lazy(self, items: list[str], add_special_tokens: bool, encode_special: bool,
+                           threads: int) -> list[Encoding] | None:
+        """`_encode_lazy` for a batch of single texts (no truncation or padding): the ids of every
+        text on native threads, each `Encoding` built in full when first read."""
+        from crayon_hf._hf.batch import id_plan
+
+        processor = self._processor
+        plan = id_plan(processor, add_special_tokens)
+        if plan is None:
+            return None
+        try:
+            lists = self._engine.encode_batch_id_lists(items, encode_special, threads)
+        except UnicodeEncodeError:
+            raise TypeError(_INPUT_ERROR[False]) from None
+        before, after = plan
+        engine, vocab = self._engine, self._vocab_lazy
+        lazy = Encoding._lazy
+        out = []
+        for sequence, ids in zip(items, lists):
+            def build(sequence: str = sequence) -> Encoding:
+                raw = _raw_text(engine, vocab, sequence, encode_special, 0)
+                return post_process(raw, None, add_special_tokens, None, None, processor)
+
+            out.append(lazy(before + ids + after if before or after else ids, build))
+        return out
+
     def _encode_lazy(self, sequence: str, add_special_tokens: bool) -> Encoding | None:
         """`encode(sequence)` with ids first: the engine gives the ids alone (no offsets, words or
         token strings), the processor's fixed prefix and suffix go around them, and everything
@@ -977,6 +1003,11 @@ class Tokenizer:
         calls it from several threads with per-call truncation and padding)."""
         items = list(input)
         singles = all(isinstance(x, str) for x in items)
+        if singles and not is_pretokenized and truncation is None and padding is None and items:
+            threads = default_threads() if num_threads is None else num_threads
+            lazy = self._encode_batch_lazy(items, add_special_tokens, encode_special, threads)
+            if lazy is not None:
+                return lazy
         if singles and not is_pretokenized:
             from crayon_hf._hf.postprocess import post_process_batch
 
