@@ -26,7 +26,10 @@ void write_document(const RawEncoding& doc, const BatchLayout& layout, size_t i,
     const size_t src = from + k;
     const size_t col = at + k;
     const uint32_t id = doc.ids[src];
-    int64_t start = doc.starts[src], end = doc.ends[src];
+    // An ids-only encoding (RawEncoding::with_offsets false) has no offsets or words: zeros and
+    // -1 stand in; the caller asked for none of them.
+    const bool located = src < doc.starts.size();
+    int64_t start = located ? doc.starts[src] : 0, end = located ? doc.ends[src] : 0;
     if (layout.trim_lead != nullptr && id < layout.trim_size) {
       // byte_level::process_offsets: the first token keeps the one space the pre-tokenizer added.
       int64_t lead = layout.trim_lead[id];
@@ -40,7 +43,7 @@ void write_document(const RawEncoding& doc, const BatchLayout& layout, size_t i,
     out[kType * stride + col] = layout.sequence_type >= 0 ? layout.sequence_type : 0;
     out[kStart * stride + col] = start;
     out[kEnd * stride + col] = end;
-    out[kWord * stride + col] = doc.words[src];
+    out[kWord * stride + col] = located ? static_cast<int64_t>(doc.words[src]) : -1;
     out[kSpecial * stride + col] = 0;
     out[kAttn * stride + col] = 1;
   }

@@ -458,6 +458,7 @@ void HfEngine::encode(std::string_view text, bool encode_special_tokens, RawEnco
   splits.clear();
   added_raw_.split(text, encode_special_tokens, splits);
   for (const AddedSplit& s : splits) {
+    if (out.full()) return;
     if (s.end <= s.start) continue;
     if (s.token >= 0) {
       emit_added(added_raw_.token(static_cast<size_t>(s.token)), text.substr(s.start, s.end - s.start), s.start,
@@ -491,6 +492,7 @@ struct CharBounds {
 
 }  // namespace
 
+template <bool kOffsets>
 void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
   const HfBpeModel& model = *bpe_;
   const TiktokenEngine& fast = *model.fast_engine();
@@ -511,7 +513,17 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
                          "-byte word; the vocabulary, rank and trie sections disagree (rebuild the cartridge)");
   };
   out.reserve_more(n / 3 + 16);  // ~4 bytes per token on most text
+  // Ids only: one push per token and no character-boundary walks (kOffsets is out.with_offsets).
+  auto push = [&](uint32_t id, size_t from, size_t to, bool whole) {
+    if constexpr (kOffsets) {
+      if (whole) out.push(id, static_cast<uint32_t>(base + from), static_cast<uint32_t>(base + to), word);
+      else out.push(id, chars.start(from), chars.end(to - 1), word);
+    } else {
+      out.ids.push_back(id);
+    }
+  };
   for (size_t pos = 0; pos < n;) {
+    if (out.full()) return;
     size_t end = streaming_->piece_end(text, pos);
     if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway
     const uint8_t* piece = bytes + pos;
@@ -522,7 +534,8 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
     if (ignore_merges) {
       const int32_t id = model.vocab().find(piece, len);
       if (id >= 0 && static_cast<uint32_t>(id) < n_ids) {
-        out.push(static_cast<uint32_t>(id), static_cast<uint32_t>(base + pos), static_cast<uint32_t>(base + end), word++);
+        push(static_cast<uint32_t>(id), pos, end, true);
+        ++word;
         pos = end;
         continue;
       }
@@ -533,7 +546,7 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
     if (general) {
       tokens.clear();
       encode_word_checked(model, piece, len, tokens);
-      for (const HfToken& t : tokens) out.push(t.id, chars.start(pos + t.start), chars.end(pos + t.end - 1), word);
+      for (const HfToken& t : tokens) push(t.id, pos + t.start, pos + t.end, false);
       ++word;
       pos = end;
       continue;
@@ -544,7 +557,8 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       const uint32_t r = ranks[0];
       std::string_view b;
       if (r >= n_ranks || rank_to_id[r] >= n_ids || !fast.token_bytes(r, &b) || b.size() != len) damaged(len);
-      out.push(rank_to_id[r], static_cast<uint32_t>(base + pos), static_cast<uint32_t>(base + end), word++);
+      push(rank_to_id[r], pos, end, true);
+      ++word;
       pos = end;
       continue;
     }
@@ -554,7 +568,7 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       if (r >= n_ranks || rank_to_id[r] >= n_ids || !fast.token_bytes(r, &b) || b.empty() || b.size() > len - at) {
         damaged(len);
       }
-      out.push(rank_to_id[r], chars.start(pos + at), chars.end(pos + at + b.size() - 1), word);
+      push(rank_to_id[r], pos + at, pos + at + b.size(), false);
       at += b.size();
     }
     if (at != len) damaged(len);
@@ -565,7 +579,8 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
 
 void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
   if (bpe_ && bpe_->has_fast_path() && !bpe_->segments()) {
-    encode_streaming_fast(text, base, out, word);
+    if (out.with_offsets) encode_streaming_fast<true>(text, base, out, word);
+    else encode_streaming_fast<false>(text, base, out, word);
     return;
   }
   thread_local std::vector<HfToken> tl_tokens;
@@ -575,6 +590,7 @@ void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncodin
   const CharBounds chars{bytes, n, base};
   out.reserve_more(n / 3 + 16);  // ~4 bytes per token on most text
   for (size_t pos = 0; pos < n;) {
+    if (out.full()) return;
     size_t end = streaming_->piece_end(text, pos);
     if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway
     tokens.clear();
@@ -815,6 +831,7 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
   const auto& steps = pipeline_.pre_tokenizers;
 
   for (const AddedSplit& s : splits) {
+    if (out.full()) return;
     if (s.end <= s.start) continue;
     if (s.token >= 0) {
       emit_added(added_normalized_.token(static_cast<size_t>(s.token)), text.substr(s.start, s.end - s.start),
@@ -896,6 +913,7 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
     }
     // The model, piece by piece.
     for (const Piece& p : pieces) {
+      if (out.full()) return;
       const uint8_t* bytes = reinterpret_cast<const uint8_t*>(text.data()) + p.start;
       size_t n = p.end - p.start;
       if (p.prefix) {

@@ -94,23 +94,37 @@ struct HfPipeline {
 // The result of one sequence. Token strings equal the vocabulary's except for added tokens,
 // whose string is the matched text (with any stripped whitespace): those are listed in
 // `token_text`.
+//
+// Two knobs set by the caller before encode() (clear() keeps them):
+// - `with_offsets = false` asks for ids only: starts, ends and words stay empty and
+//   the streaming loops skip the character-boundary work. The ids are the same; a caller that
+//   later needs offsets encodes the text again with offsets (the engine is deterministic).
+// - `limit`: the engine may stop once it has produced at least `limit` tokens. It stops only
+//   between pieces (or added-token splits), and pieces are cut from the whole text, so the tokens
+//   it produced are exactly the first ones of the full encoding (BPE encodes each piece alone).
+//   Callers that truncate to k tokens pass k + 1, so "longer than k" is still decided exactly.
 struct RawEncoding {
   std::vector<uint32_t> ids;
   std::vector<uint32_t> starts;  // byte offsets in the original text
   std::vector<uint32_t> ends;
   std::vector<uint32_t> words;
   std::vector<std::pair<uint32_t, std::string>> token_text;  // (token index, string)
+  bool with_offsets = true;
+  size_t limit = static_cast<size_t>(-1);
   void clear() { ids.clear(); starts.clear(); ends.clear(); words.clear(); token_text.clear(); }
+  bool full() const { return ids.size() >= limit; }
   // Room for `more` tokens past the current ones.
   void reserve_more(size_t more) {
     const size_t want = ids.size() + more;
     ids.reserve(want);
+    if (!with_offsets) return;
     starts.reserve(want);
     ends.reserve(want);
     words.reserve(want);
   }
   void push(uint32_t id, uint32_t start, uint32_t end, uint32_t word) {
     ids.push_back(id);
+    if (!with_offsets) return;
     starts.push_back(start);
     ends.push_back(end);
     words.push_back(word);
@@ -200,6 +214,7 @@ class HfEngine {
   void encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const;
   // encode_streaming when the model is byte-level BPE on a fast path: each piece goes straight to
   // the tiktoken engine (and its piece cache), without HfToken vectors; same output.
+  template <bool kOffsets>
   void encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const;
 
   std::shared_ptr<const Cartridge> cartridge_;

@@ -415,6 +415,7 @@ py::tuple raw_to_python(std::string_view text, RawEncoding& r) {
 // The raw encodings of a batch, kept natively until the caller says how to assemble them.
 struct HfBatch {
   std::vector<RawEncoding> docs;
+  bool complete = true;  // every document whole and with offsets (doc() is the full encoding)
 };
 
 SpecialBlock block_from(const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& a) {
@@ -653,8 +654,11 @@ void bind_hf(py::module_& m) {
           for (auto& [k, s] : b.docs[i].token_text) out.append(py::make_tuple(i, k, py::str(s.data(), s.size())));
         return out;
       }, "[(document, token index, token string)] for added tokens whose string is not their content.")
+      .def_property_readonly("complete", [](const HfBatch& b) { return b.complete; },
+                             "False when documents were encoded ids-only or stopped at a limit.")
       .def("doc", [](const HfBatch& b, size_t i) {
         if (i >= b.docs.size()) throw py::index_error("document index out of range");
+        if (!b.complete) throw py::value_error("this batch holds partial encodings; encode the text again");
         return raw_tuple(b.docs[i]);
       }, py::arg("i"), "Document i as HfEngine.encode returns it.")
       .def("assemble", [](const HfBatch& b, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& keep,
@@ -763,23 +767,30 @@ void bind_hf(py::module_& m) {
         for (size_t i = 0; i < out.size(); ++i) result[i] = raw_to_python(views[i], out[i]);
         return result;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0)
-      .def("encode_batch_raw", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads) {
+      .def("encode_batch_raw", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads,
+                                  bool offsets, int64_t limit) {
         std::vector<std::string_view> views;
         views.reserve(texts.size());
         for (py::handle h : texts) views.push_back(utf8_view(h));
         auto batch = std::make_shared<HfBatch>();
         batch->docs.resize(views.size());
+        batch->complete = limit < 0 && offsets;
         {
           py::gil_scoped_release release;
           parallel_for(views.size(), num_threads, [&](size_t i) {
             RawEncoding& r = batch->docs[i];
+            r.with_offsets = offsets;
+            if (limit >= 0) r.limit = static_cast<size_t>(limit);
             pe->encode(views[i], encode_special_tokens, r);
-            to_char_offsets(views[i], r.starts, r.ends);
+            if (offsets) to_char_offsets(views[i], r.starts, r.ends);
           });
         }
         return batch;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
-      "Every text up to the model, kept natively as an HfBatch (char offsets).")
+      py::arg("offsets") = true, py::arg("limit") = -1,
+      "Every text up to the model, kept natively as an HfBatch (char offsets). offsets=False: ids "
+      "only (offsets 0, words -1); limit >= 0: each document may stop after its first `limit` "
+      "tokens (exact prefix; see RawEncoding). Such a batch is not `complete`.")
       .def("decode_byte_level", [](const PyHfEngine& pe, const py::handle& ids, const py::bytes& skip) {
         const std::vector<uint32_t> v = ids_from(ids);
         const std::vector<uint8_t> mask = mask_from(skip);
@@ -806,6 +817,37 @@ void bind_hf(py::module_& m) {
       }, py::arg("piece"), py::arg("reference") = false,
       "The model alone on one piece's bytes: [(id, start, end)]. reference=True runs the plain "
       "merge-list loop (the oracle of the fast paths).")
+      .def("encode_id_list", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
+        const std::string_view t = utf8_view(text);
+        const HfEngine& engine = *pe;
+        RawEncoding r;
+        r.with_offsets = false;  // ids only: the engine skips offsets and words
+        {
+          py::gil_scoped_release release;
+          engine.encode(t, encode_special_tokens, r);
+        }
+        return PyEngine::id_list(r.ids.data(), r.ids.size());
+      }, py::arg("text"), py::arg("encode_special_tokens") = false,
+      "One sequence up to the model, ids only, as a list of ints (the ids of encode()).")
+      .def("encode_batch_id_lists", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
+                                       size_t num_threads) {
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        std::vector<RawEncoding> out(views.size());
+        const HfEngine& engine = *pe;
+        {
+          py::gil_scoped_release release;
+          parallel_for(views.size(), num_threads, [&](size_t i) {
+            out[i].with_offsets = false;
+            engine.encode(views[i], encode_special_tokens, out[i]);
+          });
+        }
+        py::list result(views.size());
+        for (size_t i = 0; i < out.size(); ++i) result[i] = PyEngine::id_list(out[i].ids.data(), out[i].ids.size());
+        return result;
+      }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
+      "encode_id_list for every text, on native threads without the GIL.")
       .def("encode_ids", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
         const std::string_view t = utf8_view(text);
         RawEncoding r;

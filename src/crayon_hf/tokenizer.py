@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["Tokenizer", "AddedToken", "Encoding", "BatchArrays"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 9
+_CACHE_GENERATION = 10
 _MAGIC = b"CRAYONHF"
 
 
@@ -825,13 +825,7 @@ class Tokenizer:
         if not is_pretokenized:
             if not isinstance(sequence, str):
                 raise TypeError(f"TextInputSequence must be str, not {type(sequence).__name__}")
-            ids, offsets, words, texts = self._engine.encode(sequence, special)
-            tokens = None
-            if texts:
-                tokens = [vocab[i] for i in ids.tolist()]
-                for i, s in texts:
-                    tokens[i] = s
-            return Encoding.from_arrays(ids, offsets, words, None, vocab, type_id, tokens)
+            return _raw_text(self._engine, vocab, sequence, special, type_id)
         if isinstance(sequence, str) or not isinstance(sequence, (list, tuple)):
             raise TypeError("PreTokenizedInputSequence must be a list or tuple of str")
         parts = [self._engine.encode(w, special) for w in sequence]
@@ -875,12 +869,70 @@ class Tokenizer:
         """
         if self._ref is not None:
             return self._ref.encode(sequence, pair, is_pretokenized, add_special_tokens)
+        if type(sequence) is str and pair is None and not is_pretokenized and self._truncation is None \
+                and self._padding is None:
+            lazy = self._encode_lazy(sequence, add_special_tokens)
+            if lazy is not None:
+                return lazy
         try:
             first = self._raw(sequence, is_pretokenized, 0)
             second = self._raw(pair, is_pretokenized, 1) if pair is not None else None
         except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
             raise TypeError(_SEQUENCE_ERROR[is_pretokenized]) from None
         return post_process(first, second, add_special_tokens, self._truncation, self._padding, self._processor)
+
+    def _encode_batch_lazy(self, items: list[str], add_special_tokens: bool, encode_special: bool,
+                           threads: int) -> list[Encoding] | None:
+        """`_encode_lazy` for a batch of single texts (no truncation or padding): the ids of every
+        text on native threads, each `Encoding` built in full when first read."""
+        from crayon_hf._hf.batch import id_plan
+
+        processor = self._processor
+        plan = id_plan(processor, add_special_tokens)
+        if plan is None:
+            return None
+        try:
+            lists = self._engine.encode_batch_id_lists(items, encode_special, threads)
+        except UnicodeEncodeError:
+            raise TypeError(_INPUT_ERROR[False]) from None
+        before, after = plan
+        engine, vocab = self._engine, self._vocab_lazy
+        lazy = Encoding._lazy
+        out = []
+        for sequence, ids in zip(items, lists):
+            def build(sequence: str = sequence) -> Encoding:
+                raw = _raw_text(engine, vocab, sequence, encode_special, 0)
+                return post_process(raw, None, add_special_tokens, None, None, processor)
+
+            out.append(lazy(before + ids + after if before or after else ids, build))
+        return out
+
+    def _encode_lazy(self, sequence: str, add_special_tokens: bool) -> Encoding | None:
+        """`encode(sequence)` with ids first: the engine gives the ids alone (no offsets, words or
+        token strings), the processor's fixed prefix and suffix go around them, and everything
+        else is built when first read, by the eager path on the same text with the tokenizer's
+        state of this call (`Encoding._lazy`). None where the processor has no fixed layout."""
+        from crayon_hf._hf.batch import id_plan
+
+        processor = self._processor
+        plan = id_plan(processor, add_special_tokens)
+        if plan is None:
+            return None
+        special = self._encode_special_tokens
+        try:
+            ids = self._engine.encode_id_list(sequence, special)
+        except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
+            raise TypeError(_SEQUENCE_ERROR[False]) from None
+        before, after = plan
+        if before or after:
+            ids = before + ids + after
+        engine, vocab = self._engine, self._vocab_lazy
+
+        def build() -> Encoding:
+            raw = _raw_text(engine, vocab, sequence, special, 0)
+            return post_process(raw, None, add_special_tokens, None, None, processor)
+
+        return Encoding._lazy(ids, build)
 
     def encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False,
                      add_special_tokens: bool = True) -> list[Encoding]:
@@ -951,6 +1003,11 @@ class Tokenizer:
         calls it from several threads with per-call truncation and padding)."""
         items = list(input)
         singles = all(isinstance(x, str) for x in items)
+        if singles and not is_pretokenized and truncation is None and padding is None and items:
+            threads = default_threads() if num_threads is None else num_threads
+            lazy = self._encode_batch_lazy(items, add_special_tokens, encode_special, threads)
+            if lazy is not None:
+                return lazy
         if singles and not is_pretokenized:
             from crayon_hf._hf.postprocess import post_process_batch
 
@@ -1055,6 +1112,17 @@ _INPUT_ERROR = {
     True: "PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, Tuple[PreTokenizedInputSequence, "
           "PreTokenizedInputSequence]]",
 }
+
+
+def _raw_text(engine: Any, vocab: Sequence[str | None], sequence: str, special: bool, type_id: int) -> Encoding:
+    """The engine's encoding of one text, before post-processing."""
+    ids, offsets, words, texts = engine.encode(sequence, special)
+    tokens = None
+    if texts:
+        tokens = [vocab[i] for i in ids.tolist()]
+        for i, s in texts:
+            tokens[i] = s
+    return Encoding.from_arrays(ids, offsets, words, None, vocab, type_id, tokens)
 
 
 def _flatten(encodings: Sequence[Any]) -> BatchArrays:

@@ -343,7 +343,7 @@ class CrayonTokenizer(TokenizersBackend):
         batch = None
         if not is_split_into_words and not return_overflowing_tokens and all(type(x) is str for x in items):
             batch = encode_singles(engine, items, add_special_tokens, truncation, padding, split_special_tokens,
-                                   default_threads() if len(items) > 1 else 1)
+                                   default_threads() if len(items) > 1 else 1, offsets=return_offsets_mapping)
         if batch is not None:
             data = _arrays_to_data(batch, wanted, tensors)
             encodings: Any = batch.encodings

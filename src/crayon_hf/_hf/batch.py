@@ -101,10 +101,14 @@ class LazyEncodings(Sequence):
     document's raw encoding, kept natively in the `HfBatch`, padded to the batch's length)."""
 
     def __init__(self, tok: Any, raw: Any, add_special_tokens: bool, truncation: TruncationParams | None,
-                 padding: PaddingParams | None) -> None:
+                 padding: PaddingParams | None, texts: list[str] | None = None,
+                 encode_special_tokens: bool = False) -> None:
         self._tok = tok
         self._raw = raw
         self._args = (add_special_tokens, truncation, padding)
+        # A partial batch (ids only, or stopped at the truncation limit) is encoded again, whole.
+        self._texts = None if raw.complete else texts
+        self._special = encode_special_tokens
         self._built: list[Encoding | None] = [None] * len(raw)
 
     def __len__(self) -> int:
@@ -119,7 +123,10 @@ class LazyEncodings(Sequence):
         return enc
 
     def _build(self, i: int) -> Encoding:
-        ids, offsets, words, texts = self._raw.doc(i)
+        if self._texts is not None:
+            ids, offsets, words, texts = self._tok._engine.encode(self._texts[i], self._special)
+        else:
+            ids, offsets, words, texts = self._raw.doc(i)
         vocab = self._tok._vocab_lazy
         tokens = None
         if texts:
@@ -150,6 +157,18 @@ def _plan(processor: Any, add_special_tokens: bool) -> tuple[np.ndarray, np.ndar
     return None if plan is _UNSUPPORTED else plan
 
 
+def id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[int]] | None:
+    """(ids before, ids after) the sequence in the processor's layout for a single sequence, or
+    None where that layout is not prefix + sequence + suffix (as `_plan`)."""
+    cache = _NO_PROCESSOR_PLANS if processor is None else processor.__dict__.setdefault("_batch_plans", {})
+    key = ("ids", add_special_tokens)
+    plan = cache.get(key)
+    if plan is None:
+        full = _plan(processor, add_special_tokens)
+        plan = cache[key] = _UNSUPPORTED if full is None else (full[0][ID].tolist(), full[1][ID].tolist())
+    return None if plan is _UNSUPPORTED else plan
+
+
 def _make_plan(processor: Any, add_special_tokens: bool) -> Any:
     if processor is None:
         return _NO_BLOCK, _NO_BLOCK, -1, None
@@ -176,9 +195,16 @@ def encode_singles(
     padding: PaddingParams | None,
     encode_special_tokens: bool,
     num_threads: int = 0,
+    offsets: bool = True,
 ) -> AssembledBatch | None:
     """`tok._encode_batch_with(texts, False, add_special_tokens, truncation, padding, ...)` as
-    arrays, for a native `crayon_hf.Tokenizer`; None where the caller must take that path."""
+    arrays, for a native `crayon_hf.Tokenizer`; None where the caller must take that path.
+
+    `offsets=False`: the caller reads no offsets or word ids from the arrays (they are left 0 and
+    -1), so the engine encodes ids only. With right truncation to k tokens the engine stops each
+    document once it has k + 1 (exact: see RawEncoding::limit in native/engines/hf_engine.h), which
+    still tells "longer than k" apart for tokenizers' errors. `encodings` then encode their
+    document again, whole."""
     if not texts:
         return None
     processor = tok._processor
@@ -187,20 +213,25 @@ def encode_singles(
         return None
     prefix, suffix, sequence_type, trim = plan
 
-    try:
-        raw = tok._engine.encode_batch_raw(texts, encode_special_tokens, num_threads)
-    except UnicodeEncodeError:
-        return None  # a lone surrogate: the per-document path raises tokenizers' TypeError
-    n = raw.lengths()
-    if trim is not None and raw.token_text():
-        return None  # the trim counts spaces in token strings; the per-document path has them
-
-    # Truncation (`truncate_encodings` on each document): keep a prefix or a suffix.
-    keep = n
+    max_len = None
+    limit = -1
     if truncation is not None:
         added = processor.added_tokens(False) if processor is not None else 0
         max_len = (truncation.max_length - added) % _USIZE_MOD if add_special_tokens and added > 0 else truncation.max_length
         max_len = min(max_len, _NO_TRUNCATION)
+        if truncation.direction != "left" and max_len < _NO_TRUNCATION:
+            limit = max_len + 1
+    try:
+        raw = tok._engine.encode_batch_raw(texts, encode_special_tokens, num_threads, offsets, limit)
+    except UnicodeEncodeError:
+        return None  # a lone surrogate: the per-document path raises tokenizers' TypeError
+    n = raw.lengths()
+    if trim is not None and offsets and raw.token_text():
+        return None  # the trim counts spaces in token strings; the per-document path has them
+
+    # Truncation (`truncate_encodings` on each document): keep a prefix or a suffix.
+    keep = n
+    if max_len is not None:
         if (n > max_len).any():
             if truncation.strategy == "only_second" or (max_len > 0 and truncation.stride >= max_len):
                 return None  # tokenizers raises; let the per-document path raise the same error
@@ -216,7 +247,8 @@ def encode_singles(
         m, bounds = raw.assemble(*args, -1, False, 0, 0, num_threads)
         m.setflags(write=False)
         lengths = (keep + (prefix.shape[1] + suffix.shape[1])).tolist()
-        return AssembledBatch(m, bounds, None, LazyEncodings(tok, raw, add_special_tokens, truncation, None), lengths)
+        lazy = LazyEncodings(tok, raw, add_special_tokens, truncation, None, texts, encode_special_tokens)
+        return AssembledBatch(m, bounds, None, lazy, lengths)
     longest = int(keep.max()) + prefix.shape[1] + suffix.shape[1]
     target = padding.length if padding.length is not None else longest
     multiple = padding.pad_to_multiple_of
@@ -226,5 +258,5 @@ def encode_singles(
         return None  # fixed padding shorter than a sequence: ragged, per-document path
     padded = raw.assemble(*args, target, padding.direction == "left", padding.pad_id, padding.pad_type_id, num_threads)
     lazy_padding = PaddingParams(target, padding.direction, None, padding.pad_id, padding.pad_type_id, padding.pad_token)
-    lazy = LazyEncodings(tok, raw, add_special_tokens, truncation, lazy_padding)
+    lazy = LazyEncodings(tok, raw, add_special_tokens, truncation, lazy_padding, texts, encode_special_tokens)
     return AssembledBatch(None, None, padded, lazy, [target] * len(texts))

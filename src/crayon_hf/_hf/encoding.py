@@ -40,6 +40,9 @@ __all__ = ["Encoding", "as_dict"]
 
 ID, TYPE, START, END, WORD, SPECIAL, ATTN = range(7)
 
+# The slots a lazy encoding (`Encoding._lazy`) fills when one of them is first read.
+_LAZY_FIELDS = frozenset(("_m", "_tokens", "_vocab", "_overflowing", "_ranges"))
+
 
 def _int_list(row: np.ndarray) -> list[int]:
     """row.tolist(), through the engine's shared cache of small ints when it is available."""
@@ -100,7 +103,7 @@ class Encoding:
     ```
     """
 
-    __slots__ = ("_m", "_tokens", "_vocab", "_overflowing", "_ranges", "_cache", "__weakref__")
+    __slots__ = ("_m", "_tokens", "_vocab", "_overflowing", "_ranges", "_cache", "_build", "__weakref__")
 
     _m: np.ndarray
     _tokens: list[str] | None
@@ -119,6 +122,37 @@ class Encoding:
         self._cache = {}
 
     # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def _lazy(cls, ids: list[int], build: Any) -> Encoding:
+        """An encoding whose ids are known and whose other fields are built on first use.
+
+        ``build()`` returns the full (eagerly built) `Encoding` of the same call; its ids must be
+        `ids`. Until a field other than the ids is read, only ``_cache`` (holding the id list) and
+        ``_build`` are set: reading an unset slot falls through to `__getattr__`, which builds the
+        encoding and adopts its fields. Encodings built eagerly never reach `__getattr__`."""
+        enc = object.__new__(cls)
+        enc._cache = {ID: ids}
+        enc._build = build
+        return enc
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for an unset slot: a lazy encoding's fields, before they are built.
+        if name in _LAZY_FIELDS:
+            try:
+                build = object.__getattribute__(self, "_build")
+            except AttributeError:
+                pass
+            else:
+                full = build()
+                self._m = full._m
+                self._tokens = full._tokens
+                self._vocab = full._vocab
+                self._overflowing = full._overflowing
+                self._ranges = full._ranges
+                del self._build
+                return object.__getattribute__(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     @classmethod
     def _new(
@@ -267,7 +301,8 @@ class Encoding:
     # ------------------------------------------------------------------ dunder
 
     def __len__(self) -> int:
-        return self._m.shape[1]
+        ids = self._cache.get(ID)  # when cached, the ids row as a list (a lazy encoding has only that)
+        return len(ids) if ids is not None else self._m.shape[1]
 
     def __repr__(self) -> str:
         return (

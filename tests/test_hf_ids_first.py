@@ -1,0 +1,188 @@
+"""Ids first (issue 19): `Tokenizer.encode` / `encode_batch` take the ids from the engine's ids-only
+path and build every other field when first read; the transformers face's batch call stops each
+document at the truncation limit. These tests pin the lazy and early-stopped results to the eager,
+whole-document ones (and to the reference libraries) on real vocabularies and corpora."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from support import (NATIVE_FOLDERS, VOCAB, corpus_files, corpus_text, random_slices, require_module,
+                     require_shared, short_docs)
+
+_LOADED: dict[str, tuple[object, object]] = {}
+
+FIELDS = ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask", "word_ids",
+          "sequence_ids", "n_sequences")
+
+
+def load_pair(folder: str):
+    """(ours, tokenizers' own) for a folder, once per module."""
+    if folder not in _LOADED:
+        tokenizers = require_module("tokenizers")
+        from crayon_hf import Tokenizer
+
+        path = require_shared(VOCAB / "hf" / folder / "tokenizer.json")
+        _LOADED[folder] = (Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path)))
+    return _LOADED[folder]
+
+
+def texts() -> list[str]:
+    out = ["", " ", "Hello world", "  leading and trailing  ", "a\n\nb\r\n", "日本語の文章です。", "x" * 500]
+    for k, path in enumerate(corpus_files()):
+        out += random_slices(corpus_text(path, 32 * 1024), 6, seed=300 + k, max_len=400)
+    return out
+
+
+def eager(tok, text: str, add_special_tokens: bool = True):
+    """The eager path (what encode did before ids came first): engine encoding with offsets, then
+    the post-processor."""
+    from crayon_hf._hf.postprocess import post_process
+
+    return post_process(tok._raw(text, False, 0), None, add_special_tokens, tok._truncation, tok._padding,
+                        tok._processor)
+
+
+def fields(enc) -> dict:
+    return {f: getattr(enc, f) for f in FIELDS} | {"len": len(enc), "overflowing": len(enc.overflowing)}
+
+
+def rows_equal(a, b) -> bool:
+    """A BatchEncoding field: arrays, or ragged lists of ints / offset pairs."""
+    if isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    if not b or not isinstance(b[0], list):  # "length": one int per document
+        return list(a) == list(b)
+    return [[tuple(x) if isinstance(x, (list, tuple)) else x for x in row] for row in a] == \
+        [[tuple(x) if isinstance(x, (list, tuple)) else x for x in row] for row in b]
+
+
+def is_lazy(enc) -> bool:
+    try:
+        object.__getattribute__(enc, "_build")
+        return True
+    except AttributeError:
+        return False
+
+
+@pytest.mark.parametrize("folder", NATIVE_FOLDERS)
+def test_lazy_encode_equals_eager_and_reference(folder):
+    ours, ref = load_pair(folder)
+    if folder in ("gpt2", "llama3_1", "bert_base_uncased", "t5_small"):
+        assert is_lazy(ours.encode("x"))
+    for add in (True, False):
+        for text in texts():
+            lazy = ours.encode(text, add_special_tokens=add)
+            built = not is_lazy(lazy)  # processors without a fixed layout encode eagerly
+            assert len(lazy) == len(ref.encode(text, add_special_tokens=add).ids)
+            assert built or is_lazy(lazy), "len() must not build the encoding"
+            want = fields(eager(ours, text, add))
+            assert fields(lazy) == want, f"{folder}: {text[:40]!r}"
+            assert fields(ours.encode(text, add_special_tokens=add)) == fields(ref.encode(text, add_special_tokens=add))
+
+
+@pytest.mark.parametrize("folder", ["gpt2", "llama3_1", "bert_base_uncased", "t5_small"])
+def test_lazy_encoding_read_in_any_order(folder):
+    """A field read first (offsets, tokens, a char lookup, a mutation, pickling) builds the whole
+    encoding; the ids read afterwards are the same."""
+    ours, ref = load_pair(folder)
+    text = corpus_text(corpus_files()[0], 4096)
+    r = ref.encode(text)
+    assert ours.encode(text).offsets == r.offsets
+    assert ours.encode(text).tokens == r.tokens
+    assert ours.encode(text).char_to_token(10) == r.char_to_token(10)
+    enc = ours.encode(text)
+    enc.truncate(16)
+    r.truncate(16)
+    assert (enc.ids, enc.offsets, [o.ids for o in enc.overflowing]) == (r.ids, r.offsets, [o.ids for o in r.overflowing])
+    back = pickle.loads(pickle.dumps(ours.encode(text)))
+    assert (back.ids, back.offsets, back.word_ids) == (ref.encode(text).ids, ref.encode(text).offsets,
+                                                       ref.encode(text).word_ids)
+
+
+def test_lazy_encoding_keeps_the_state_of_its_call():
+    """Settings changed after encode do not change what a lazy encoding builds later."""
+    from crayon_hf import Tokenizer
+
+    tok = Tokenizer.from_file(require_shared(VOCAB / "hf" / "llama3_1" / "tokenizer.json"))
+    enc = tok.encode("Hello <|eot_id|> world")
+    want = fields(eager(tok, "Hello <|eot_id|> world"))
+    tok.add_tokens(["wor"])
+    tok.enable_truncation(2)
+    assert fields(enc) == want
+
+
+@pytest.mark.parametrize("folder", ["gpt2", "llama3_1", "qwen2_5", "bert_base_uncased", "mistral_v0_1"])
+def test_lazy_encode_batch_equals_reference(folder):
+    ours, ref = load_pair(folder)
+    docs = short_docs(300) + texts()[:20]
+    got = ours.encode_batch(docs)
+    want = ref.encode_batch(docs)
+    assert [e.ids for e in got] == [e.ids for e in want]
+    assert [fields(e) for e in got[:80]] == [fields(e) for e in want[:80]]
+
+
+@pytest.mark.parametrize("folder", ["gpt2", "llama3_1", "qwen2_5", "bert_base_uncased", "mistral_v0_1", "t5_small"])
+def test_ids_only_and_limited_engine_prefix_is_exact(folder):
+    """The engine's ids-only output is its full output's ids; with a limit it stops at a piece
+    boundary at or after `limit` tokens and what it gives is exactly the full encoding's prefix."""
+    ours, _ = load_pair(folder)
+    engine = ours._engine
+    docs = short_docs(200) + texts()
+    full = engine.encode_batch_raw(docs, False, 1)
+    ids_only = engine.encode_batch_raw(docs, False, 1, False)
+    assert full.complete and not ids_only.complete
+    n = full.lengths()
+    assert (ids_only.lengths() == n).all()
+    empty = np.zeros((7, 0), np.int64)
+    args = (False, empty, empty, -1, None, None, False, -1, False, 0, 0, 1)
+    m_full, _ = full.assemble(n, *args)
+    m_ids, _ = ids_only.assemble(n, *args)
+    assert np.array_equal(m_full[0], m_ids[0])
+    for limit in (0, 1, 5, 33, 129):
+        part = engine.encode_batch_raw(docs, False, 1, True, limit)
+        got = part.lengths()
+        assert ((got >= np.minimum(n, limit)) & (got <= n)).all()
+        keep = np.minimum(got, n)
+        m_part, b_part = part.assemble(keep, *args)
+        m_whole, _ = full.assemble(keep, *args)
+        assert np.array_equal(m_part, m_whole), f"{folder}: limit {limit}"
+    assert engine.encode_batch_id_lists(docs, False, 1) == [full.doc(i)[0].tolist() for i in range(len(docs))]
+
+
+@pytest.mark.parametrize("folder", ["gpt2", "llama3_1", "qwen2_5", "bert_base_uncased", "t5_small"])
+@pytest.mark.parametrize("max_length", [1, 3, 16, 128])
+def test_truncation_aware_batch_equals_stock(folder, max_length):
+    """`tok(texts, padding=True, truncation=True, max_length=...)` stops encoding each document at
+    the limit; rows (and the per-document encodings, encoded again whole) equal stock's."""
+    transformers = require_module("transformers")
+    from crayon_hf.transformers import CrayonTokenizer
+
+    path = str(require_shared(VOCAB / "hf" / folder / "tokenizer.json").parent)
+    ours = CrayonTokenizer.from_pretrained(path)
+    stock = transformers.AutoTokenizer.from_pretrained(path)
+    for t in (ours, stock):
+        if t.pad_token is None:
+            t.pad_token = t.eos_token or t.unk_token or t.convert_ids_to_tokens(0)
+    docs = short_docs(150) + [corpus_text(p, 3000) for p in corpus_files()]
+    for kwargs in (dict(padding=True, return_tensors="np"), dict(padding=True, return_offsets_mapping=True),
+                   dict(return_length=True), dict(padding="max_length", return_tensors="np", stride=0)):
+        if max_length <= (ours.num_special_tokens_to_add(False)) and kwargs.get("padding") == "max_length":
+            continue
+        try:
+            want = stock(docs, truncation=True, max_length=max_length, **kwargs)
+        except Exception as e:  # noqa: BLE001 - stock refuses: so must we
+            with pytest.raises(type(e)):
+                ours(docs, truncation=True, max_length=max_length, **kwargs)
+            continue
+        got = ours(docs, truncation=True, max_length=max_length, **kwargs)
+        assert set(got) == set(want)
+        for key in want:
+            assert rows_equal(got[key], want[key]), f"{folder} {kwargs} {key}"
+        for i in (0, len(docs) - 1):
+            assert got.encodings[i].ids == want.encodings[i].ids
+            assert got.encodings[i].offsets == want.encodings[i].offsets
+            assert [o.ids for o in got.encodings[i].overflowing] == [o.ids for o in want.encodings[i].overflowing]
