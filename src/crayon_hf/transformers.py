@@ -259,6 +259,29 @@ class CrayonTokenizer(TokenizersBackend):
 
     # ------------------------------------------------------------------ state changes
 
+    def count(self, text: str, add_special_tokens: bool = True) -> int:
+        """``len(tok(text, add_special_tokens=...)["input_ids"])`` without building the lists (no
+        truncation or padding): the full token count, to compare with a context budget.
+
+        ```
+        >>> tok.count("Hello world") == len(tok("Hello world")["input_ids"])
+        True
+        ```
+        """
+        return self.count_batch([text], add_special_tokens)[0]
+
+    def count_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[int]:
+        """`count` of every text; natively in parallel (GIL released) where the engine runs."""
+        texts = list(texts)
+        engine = self._engine("_encode_plus")
+        if engine is not None:
+            return engine._count_batch_with(texts, add_special_tokens, bool(self.split_special_tokens))
+        if not texts:
+            return []
+        out = self(texts, add_special_tokens=add_special_tokens, return_attention_mask=False,
+                   return_token_type_ids=False)
+        return [len(ids) for ids in out["input_ids"]]
+
     def _add_tokens(self, new_tokens: list[Any], special_tokens: bool = False) -> int:
         added = super()._add_tokens(new_tokens, special_tokens)
         engine = getattr(self, "_crayon", None)
