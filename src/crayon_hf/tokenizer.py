@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from crayon_hf import _cache as cache
 from crayon_hf._cache import atomic_write, cache_dir, store
 from crayon_hf._progress import compile_progress
 from crayon_hf._hf.decoders import ByteLevelDecoder, build_decoder, decode_ids, skip_ids
@@ -224,7 +225,8 @@ class Tokenizer:
         if looks_like_model(data[:4096]):
             # The converted tokenizer.json is kept by the model's hash: converting a large model
             # (XLM-R's 250k pieces) takes seconds, loading its cartridge milliseconds.
-            converted = cache_dir() / f"spm-{hashlib.sha256(data).hexdigest()[:32]}-g{_CACHE_GENERATION}.json"
+            key = f"{hashlib.sha256(data).hexdigest()[:32]}-g{_CACHE_GENERATION}.json"
+            converted = cache.find(cache_dir(), f"sentencepiece-{cache.label(str(p))}-{key}", key)
             try:
                 text = converted.read_bytes()
             except OSError:
@@ -257,7 +259,8 @@ class Tokenizer:
 
         digest = hashlib.sha256(buffer).hexdigest()
         floats = "x" if exact_floats else ""
-        target = cache_dir() / f"tokenizer-{digest[:32]}{floats}-g{_CACHE_GENERATION}.dat"
+        key = f"{digest[:32]}{floats}-g{_CACHE_GENERATION}.dat"
+        target = cache.find(cache_dir(), f"tokenizer.json-{cache.label(source)}-{key}", key)
         if target.exists():
             try:
                 tok = cls.from_cartridge(target)
