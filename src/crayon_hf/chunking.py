@@ -324,8 +324,9 @@ class _TokenizersFace(_Face):
         self.tok = tok
         from crayon_hf.tokenizer import Tokenizer
 
-        if isinstance(tok, Tokenizer) and tok._ref is not None:
-            tok = tok._ref  # a tokenizer.json that runs on tokenizers: chunked as tokenizers would
+        ref = getattr(tok, "_ref", None) if isinstance(tok, Tokenizer) else None
+        if ref is not None:
+            tok = ref  # a tokenizer.json that runs on tokenizers: chunked as tokenizers would
         if isinstance(tok, Tokenizer):
             self.count = lambda s: tok.count(s, add_special_tokens)
             self._offsets = lambda s: tok._encode_batch_to_numpy_with(

@@ -462,7 +462,7 @@ class CrayonTokenizer(TokenizersBackend):
         without importing crayon-hf first, and the stock class where crayon-hf is not installed
         (opt-in: an `auto_map` makes transformers treat the folder as remote code, which wants
         trust_remote_code=True; transformers 5.23 falls back to the original class without).
-        `push_to_hub` takes both options too. See docs/transformers.md, "Saving and sharing"."""
+        `push_to_hub` takes both options too. See docs/transformers.md, "Sharing"."""
         pushing = getattr(self, "_crayon_push_options", None)
         if pushing is not None:  # push_to_hub's own save_pretrained call, with push_to_hub's options
             crayon_remote_code = crayon_remote_code or pushing[0]
@@ -479,8 +479,8 @@ class CrayonTokenizer(TokenizersBackend):
                     **kwargs: Any) -> Any:
         """transformers' `push_to_hub`: uploads what `save_pretrained` writes with the same
         ``crayon_cartridge`` and ``crayon_remote_code`` options. ``crayon_cartridge=False`` keeps
-        the upload to the stock files (the cartridge is about 2-3x the size of tokenizer.json:
-        26 MB for Qwen2.5); users of crayon-hf then compile tokenizer.json once on first load."""
+        the upload to the stock files (the cartridge is 2-4x the size of tokenizer.json: 28 MB
+        for Qwen2.5's 7 MB); users of crayon-hf then compile tokenizer.json once on first load."""
         self._crayon_push_options = (crayon_remote_code, crayon_cartridge)
         try:
             return super().push_to_hub(repo_id, *args, **kwargs)
