@@ -163,8 +163,9 @@ _TEMP = re.compile(r"^\..+\.tmp$")
 _STALE_TEMP_S = 3600.0
 
 
-def entries(directory: Path | None = None) -> list[Entry]:
-    """Every file of the cache, newest first."""
+def entries(directory: Path | None = None, describe: bool = True) -> list[Entry]:
+    """Every file of the cache, newest first; `describe` reads what each cartridge holds (its
+    META section), which `trim` does not need."""
     directory = cache_dir() if directory is None else directory
     out = []
     try:
@@ -178,7 +179,8 @@ def entries(directory: Path | None = None) -> list[Entry]:
             st = e.stat(follow_symlinks=False)
         except OSError:
             continue
-        kind, what = _describe(e.name, e.path)
+        kind, what = _describe(e.name, e.path) if describe else (
+            "temporary" if _TEMP.match(e.name) else "file", "")
         out.append(Entry(Path(e.path), kind, st.st_size, st.st_mtime, what))
     out.sort(key=lambda x: x.mtime, reverse=True)
     return out
@@ -212,7 +214,7 @@ def trim(directory: Path, keep: str | None = None, limit: int | None = None) -> 
     limit = max_bytes() if limit is None else limit
     if limit <= 0:
         return []
-    files = [e for e in entries(directory) if e.kind != "temporary"]
+    files = [e for e in entries(directory, describe=False) if e.kind != "temporary"]
     total = sum(e.size for e in files)
     removed = []
     for e in reversed(files):  # oldest first
