@@ -83,11 +83,12 @@ def test_size_bound_removes_oldest_first(cache, monkeypatch):
 
 
 def test_cli_list_and_clear(cache, capsys):
-    import crayon_hf.tiktoken as tk
+    import crayon_hf
     from crayon_hf import Tokenizer
 
     Tokenizer.from_file(require_shared(VOCAB / "hf" / "bert_base_uncased" / "tokenizer.json"))
-    tk.get_encoding("r50k_base")
+    # A rank file by path (get_encoding would reuse an Encoding this process already made).
+    crayon_hf.load(require_shared(VOCAB / "tiktoken" / "r50k_base.tiktoken"))
     leftover = cache / ".tokenizer.json-x.dat.abc123.tmp"  # a writer killed before its rename
     leftover.write_bytes(b"partial")
     os.utime(leftover, (time.time() - 7200, time.time() - 7200))
@@ -99,7 +100,7 @@ def test_cli_list_and_clear(cache, capsys):
     assert main(["cache", "list"]) == 0
     out = capsys.readouterr().out
     assert str(cache) in out and "4 files" in out
-    assert "wordpiece model of 30522 tokens" in out and "tiktoken encoding r50k_base" in out
+    assert "wordpiece model of 30522 tokens" in out and "rankfile-r50k_base-" in out and "tiktoken encoding" in out
     assert "unfinished write" in out
 
     assert main(["cache", "clear", "--older-than", "30"]) == 0
@@ -110,4 +111,4 @@ def test_cli_list_and_clear(cache, capsys):
 
 
 def _r50k(cache: Path) -> str:
-    return next(p.name for p in cache.iterdir() if p.name.startswith("r50k_base-"))
+    return next(p.name for p in cache.iterdir() if p.name.startswith("rankfile-r50k_base-"))
