@@ -51,6 +51,12 @@ inline size_t final_length(const BatchLayout& layout, size_t i) {
 void write_document(const RawEncoding& doc, const BatchLayout& layout, size_t i, int64_t* out, size_t stride,
                     size_t at);
 
+// Document i as `encode_batch_to_numpy` wants it, without the 7-row block: ids at ids[at, at + n)
+// and (start, end) pairs at offsets[2 * at, 2 * (at + n)), equal to write_document's ID, START and
+// END rows. 12 bytes per token less than the block, and nothing else is allocated.
+void write_document_flat(const RawEncoding& doc, const BatchLayout& layout, size_t i, uint32_t* ids,
+                         int64_t* offsets, size_t at);
+
 // Fills the pad columns of row b of a (7, B, L) block around a document of length n.
 void write_padding(const BatchPadding& padding, size_t n, int64_t* out, size_t stride, size_t row_start);
 

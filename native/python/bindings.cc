@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,6 +43,61 @@ std::string_view bytes_view(const py::handle& b) {
   Py_ssize_t n = 0;
   if (PyBytes_AsStringAndSize(b.ptr(), &p, &n) != 0) throw py::error_already_set();
   return std::string_view(p, static_cast<size_t>(n));
+}
+
+// Ctrl-C during a long batch. Python's signal handler only sets a flag that the interpreter looks
+// at between bytecodes, so a native call holding no GIL would finish the whole batch first (13 s
+// on a large one). Batch loops ask `stop()` before each document: the thread that made the call
+// (the main thread, the only one Python runs signal handlers on) takes the GIL at most every
+// 10 ms to run PyErr_CheckSignals; once that raises, every thread skips its remaining documents
+// and the caller re-raises the exception (KeyboardInterrupt) when the batch returns. A single
+// document is not cut short: the delay is bounded by the longest document one thread is on.
+class Interrupts {
+ public:
+  Interrupts() : caller_(std::this_thread::get_id()), last_(std::chrono::steady_clock::now()) {}
+  Interrupts(const Interrupts&) = delete;
+  Interrupts& operator=(const Interrupts&) = delete;
+
+  // Called without the GIL, from any thread of the batch.
+  bool stop() {
+    if (stopped_.load(std::memory_order_relaxed)) return true;
+    if (std::this_thread::get_id() != caller_) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(10)) return false;
+    last_ = now;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() == 0) return false;
+    error_ = std::make_unique<py::error_already_set>();  // fetches (and clears) the exception
+    stopped_.store(true, std::memory_order_relaxed);
+    return true;
+  }
+
+  // With the GIL, after the batch: raises what a signal handler raised during it.
+  void raise_if_stopped() {
+    if (error_) {
+      std::unique_ptr<py::error_already_set> e = std::move(error_);
+      e->restore();
+      throw py::error_already_set();
+    }
+  }
+
+ private:
+  const std::thread::id caller_;
+  std::chrono::steady_clock::time_point last_;  // touched by the caller thread only
+  std::atomic<bool> stopped_{false};
+  std::unique_ptr<py::error_already_set> error_;
+};
+
+// Token counts without ids kept: each thread encodes into a scratch vector it reuses, which is
+// let go after a text of more than 4M tokens so one huge text does not pin its memory.
+template <class EncodeInto>
+size_t count_with(EncodeInto&& encode_into) {
+  thread_local std::vector<uint32_t> scratch;
+  scratch.clear();
+  encode_into(scratch);
+  const size_t n = scratch.size();
+  if (scratch.capacity() > (size_t{1} << 22)) std::vector<uint32_t>().swap(scratch);
+  return n;
 }
 
 py::array_t<uint32_t> to_numpy(std::vector<uint32_t>&& ids) {
@@ -234,10 +290,12 @@ TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& tex
   std::vector<int32_t> found(views.size(), -1);
   bool missing = false;
   uint8_t missing_byte = 0;
+  Interrupts interrupts;
   {
     py::gil_scoped_release release;
     try {
       parallel_for(views.size(), num_threads, [&](size_t i) {
+        if (interrupts.stop()) return;
         if (check) {
           const SpecialMatch m = e.find_special(views[i], deny);
           if (m.index >= 0) found[i] = m.index;
@@ -253,6 +311,7 @@ TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& tex
       missing_byte = err.byte();
     }
   }
+  interrupts.raise_if_stopped();
   if (missing) raise_missing_byte(BpeError(missing_byte));
   for (size_t i = 0; i < found.size(); ++i) {
     if (found[i] >= 0) {
@@ -422,6 +481,35 @@ SpecialBlock block_from(const py::array_t<int64_t, py::array::c_style | py::arra
   if (a.ndim() != 2 || a.shape(0) != static_cast<py::ssize_t>(kEncodingRows))
     throw py::value_error("a special-token block must be a (7, n) int64 array");
   return SpecialBlock{a.data(), static_cast<size_t>(a.shape(1))};
+}
+
+using Int64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// assemble()'s and take_flat()'s parameters, checked. The trim tables stay in `lead` and `trail`.
+BatchLayout layout_from(const HfBatch& b, const Int64Array& keep, bool keep_tail, const Int64Array& prefix,
+                        const Int64Array& suffix, int64_t sequence_type, const py::object& trim_lead,
+                        const py::object& trim_trail, bool add_prefix_space, Int64Array& lead, Int64Array& trail) {
+  const size_t nb = b.docs.size();
+  if (static_cast<size_t>(keep.size()) != nb) throw py::value_error("keep must have one entry per document");
+  BatchLayout layout;
+  layout.keep.assign(keep.data(), keep.data() + nb);
+  for (size_t i = 0; i < nb; ++i)
+    if (layout.keep[i] < 0 || static_cast<size_t>(layout.keep[i]) > b.docs[i].ids.size())
+      throw py::value_error("keep[i] must be within the document's length");
+  layout.keep_tail = keep_tail;
+  layout.prefix = block_from(prefix);
+  layout.suffix = block_from(suffix);
+  layout.sequence_type = sequence_type;
+  if (!trim_lead.is_none()) {
+    lead = trim_lead.cast<Int64Array>();
+    trail = trim_trail.cast<Int64Array>();
+    if (lead.size() != trail.size()) throw py::value_error("trim tables differ in size");
+    layout.trim_lead = lead.data();
+    layout.trim_trail = trail.data();
+    layout.trim_size = static_cast<size_t>(lead.size());
+    layout.add_prefix_space = add_prefix_space;
+  }
+  return layout;
 }
 
 class PyHfEngine {
@@ -668,26 +756,9 @@ void bind_hf(py::module_& m) {
                           bool add_prefix_space, int64_t pad_length, bool pad_left, int64_t pad_id,
                           int64_t pad_type_id, size_t num_threads) -> py::object {
         const size_t nb = b.docs.size();
-        if (static_cast<size_t>(keep.size()) != nb) throw py::value_error("keep must have one entry per document");
-        BatchLayout layout;
-        layout.keep.assign(keep.data(), keep.data() + nb);
-        for (size_t i = 0; i < nb; ++i)
-          if (layout.keep[i] < 0 || static_cast<size_t>(layout.keep[i]) > b.docs[i].ids.size())
-            throw py::value_error("keep[i] must be within the document's length");
-        layout.keep_tail = keep_tail;
-        layout.prefix = block_from(prefix);
-        layout.suffix = block_from(suffix);
-        layout.sequence_type = sequence_type;
-        py::array_t<int64_t, py::array::c_style | py::array::forcecast> lead, trail;
-        if (!trim_lead.is_none()) {
-          lead = trim_lead.cast<py::array_t<int64_t, py::array::c_style | py::array::forcecast>>();
-          trail = trim_trail.cast<py::array_t<int64_t, py::array::c_style | py::array::forcecast>>();
-          if (lead.size() != trail.size()) throw py::value_error("trim tables differ in size");
-          layout.trim_lead = lead.data();
-          layout.trim_trail = trail.data();
-          layout.trim_size = static_cast<size_t>(lead.size());
-          layout.add_prefix_space = add_prefix_space;
-        }
+        Int64Array lead, trail;  // alive while layout points into them
+        const BatchLayout layout = layout_from(b, keep, keep_tail, prefix, suffix, sequence_type, trim_lead, trim_trail,
+                                               add_prefix_space, lead, trail);
         if (pad_length >= 0) {
           BatchPadding padding{static_cast<size_t>(pad_length), pad_left, pad_id, pad_type_id};
           for (size_t i = 0; i < nb; ++i)
@@ -721,7 +792,38 @@ void bind_hf(py::module_& m) {
       }, py::arg("keep"), py::arg("keep_tail"), py::arg("prefix"), py::arg("suffix"), py::arg("sequence_type"),
       py::arg("trim_lead"), py::arg("trim_trail"), py::arg("add_prefix_space"), py::arg("pad_length"),
       py::arg("pad_left"), py::arg("pad_id"), py::arg("pad_type_id"), py::arg("num_threads") = 0,
-      "The batch's final encodings: (7, B, pad_length) when pad_length >= 0, else ((7, total), bounds).");
+      "The batch's final encodings: (7, B, pad_length) when pad_length >= 0, else ((7, total), bounds).")
+      .def("take_flat", [](HfBatch& b, const Int64Array& keep, bool keep_tail, const Int64Array& prefix,
+                           const Int64Array& suffix, const py::object& trim_lead, const py::object& trim_trail,
+                           bool add_prefix_space, size_t num_threads) -> py::tuple {
+        // encode_batch_to_numpy's arrays straight from the raw encodings: 20 bytes per token
+        // (ids, offsets) where assemble's (7, total) block takes 56 and flat() copies it again,
+        // and each document's raw encoding is freed as soon as it is written.
+        const size_t nb = b.docs.size();
+        Int64Array lead, trail;
+        const BatchLayout layout = layout_from(b, keep, keep_tail, prefix, suffix, -1, trim_lead, trim_trail,
+                                               add_prefix_space, lead, trail);
+        py::array_t<int64_t> bounds(nb + 1);
+        int64_t* bd = bounds.mutable_data();
+        bd[0] = 0;
+        for (size_t i = 0; i < nb; ++i) bd[i + 1] = bd[i] + static_cast<int64_t>(final_length(layout, i));
+        const size_t total = static_cast<size_t>(bd[nb]);
+        py::array_t<uint32_t> ids(total);
+        py::array_t<int64_t> offsets({total, size_t{2}});
+        uint32_t* id_out = ids.mutable_data();
+        int64_t* offset_out = offsets.mutable_data();
+        {
+          py::gil_scoped_release release;
+          parallel_for(nb, num_threads, [&](size_t i) {
+            write_document_flat(b.docs[i], layout, i, id_out, offset_out, static_cast<size_t>(bd[i]));
+            b.docs[i] = RawEncoding();
+          });
+        }
+        return py::make_tuple(ids, offsets, bounds);
+      }, py::arg("keep"), py::arg("keep_tail"), py::arg("prefix"), py::arg("suffix"), py::arg("trim_lead"),
+      py::arg("trim_trail"), py::arg("add_prefix_space"), py::arg("num_threads") = 0,
+      "(ids uint32, offsets int64 (total, 2), bounds) as assemble(...) then flat() give them, without "
+      "padding; empties the batch (every document's raw encoding is freed as it is written).");
 
   py::class_<PyHfEngine>(m, "HfEngine")
       .def(py::init<const py::object&, const py::list&, const py::list&, const py::list&, const py::list&>(),
@@ -759,10 +861,14 @@ void bind_hf(py::module_& m) {
         views.reserve(texts.size());
         for (py::handle h : texts) views.push_back(utf8_view(h));
         std::vector<RawEncoding> out(views.size());
+        Interrupts interrupts;
         {
           py::gil_scoped_release release;
-          parallel_for(views.size(), num_threads, [&](size_t i) { pe->encode(views[i], encode_special_tokens, out[i]); });
+          parallel_for(views.size(), num_threads, [&](size_t i) {
+            if (!interrupts.stop()) pe->encode(views[i], encode_special_tokens, out[i]);
+          });
         }
+        interrupts.raise_if_stopped();
         py::list result(views.size());
         for (size_t i = 0; i < out.size(); ++i) result[i] = raw_to_python(views[i], out[i]);
         return result;
@@ -775,9 +881,11 @@ void bind_hf(py::module_& m) {
         auto batch = std::make_shared<HfBatch>();
         batch->docs.resize(views.size());
         batch->complete = limit < 0 && offsets;
+        Interrupts interrupts;
         {
           py::gil_scoped_release release;
           parallel_for(views.size(), num_threads, [&](size_t i) {
+            if (interrupts.stop()) return;
             RawEncoding& r = batch->docs[i];
             r.with_offsets = offsets;
             if (limit >= 0) r.limit = static_cast<size_t>(limit);
@@ -785,6 +893,7 @@ void bind_hf(py::module_& m) {
             if (offsets) to_char_offsets(views[i], r.starts, r.ends);
           });
         }
+        interrupts.raise_if_stopped();
         return batch;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
       py::arg("offsets") = true, py::arg("limit") = -1,
@@ -856,7 +965,36 @@ void bind_hf(py::module_& m) {
           pe->encode(t, encode_special_tokens, r);
         }
         return to_numpy(std::move(r.ids));
-      }, py::arg("text"), py::arg("encode_special_tokens") = false);
+      }, py::arg("text"), py::arg("encode_special_tokens") = false)
+      .def("count", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
+        const std::string_view t = utf8_view(text);
+        py::gil_scoped_release release;
+        RawEncoding r;
+        pe->encode(t, encode_special_tokens, r);
+        return r.ids.size();
+      }, py::arg("text"), py::arg("encode_special_tokens") = false,
+      "len(encode_ids(text)): the model's tokens of text, before the post-processor.")
+      .def("count_batch", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads) {
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        py::array_t<int64_t> counts(static_cast<py::ssize_t>(views.size()));
+        int64_t* c = counts.mutable_data();
+        Interrupts interrupts;
+        {
+          py::gil_scoped_release release;
+          parallel_for(views.size(), num_threads, [&](size_t i) {
+            if (interrupts.stop()) return;
+            thread_local RawEncoding r;
+            pe->encode(views[i], encode_special_tokens, r);
+            c[i] = static_cast<int64_t>(r.ids.size());
+            if (r.ids.capacity() > (size_t{1} << 22)) r = RawEncoding();
+          });
+        }
+        interrupts.raise_if_stopped();
+        return counts;
+      }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
+      "count() of every text, in parallel (int64 array).");
 }
 
 }  // namespace
@@ -1255,6 +1393,47 @@ PYBIND11_MODULE(_crayon, m) {
       }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
       "encode_batch as two arrays: (ids uint32, offsets int64 of len(texts) + 1), text i being "
       "ids[offsets[i]:offsets[i + 1]]; or (text index, special index) as encode_batch.")
+      .def("count_ordinary", [](const PyEngine& pe, const py::str& text) {
+        const Engine& e = *pe;
+        const std::string_view t = utf8_view(text);
+        size_t n = 0;
+        {
+          py::gil_scoped_release release;
+          try {
+            n = count_with([&](std::vector<uint32_t>& out) { e.encode_ordinary(t, out); });
+          } catch (const BpeError& err) {
+            py::gil_scoped_acquire acquire;
+            raise_missing_byte(err);
+          }
+        }
+        return n;
+      }, py::arg("text"), "len(encode_ordinary(text)), without a list.")
+      .def("count_ordinary_batch", [](const PyEngine& pe, const py::list& texts, size_t num_threads) {
+        const Engine& e = *pe;
+        std::vector<std::string_view> views;
+        views.reserve(texts.size());
+        for (py::handle h : texts) views.push_back(utf8_view(h));
+        py::array_t<int64_t> counts(static_cast<py::ssize_t>(views.size()));
+        int64_t* c = counts.mutable_data();
+        Interrupts interrupts;
+        bool missing = false;
+        uint8_t missing_byte = 0;
+        {
+          py::gil_scoped_release release;
+          try {
+            parallel_for(views.size(), num_threads, [&](size_t i) {
+              if (interrupts.stop()) return;
+              c[i] = static_cast<int64_t>(count_with([&](std::vector<uint32_t>& out) { e.encode_ordinary(views[i], out); }));
+            });
+          } catch (const BpeError& err) {
+            missing = true;
+            missing_byte = err.byte();
+          }
+        }
+        interrupts.raise_if_stopped();
+        if (missing) raise_missing_byte(BpeError(missing_byte));
+        return counts;
+      }, py::arg("texts"), py::arg("num_threads"), "count_ordinary of every text, in parallel (int64 array).")
       .def("decode_bytes", [](const PyEngine& pe, const py::handle& ids) { return py::bytes(decode_ids(*pe, ids)); })
       .def("decode", [](const PyEngine& pe, const py::handle& ids, const std::string& errors) {
         const std::string out = decode_ids(*pe, ids);

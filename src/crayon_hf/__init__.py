@@ -6,6 +6,7 @@ Faces:
     crayon_hf.CrayonTokenizer   a transformers tokenizer (AutoTokenizer, save_pretrained, push_to_hub)
     crayon_hf.DecodeStream      streaming decode for every face (tokenizers.decoders.DecodeStream's API)
     crayon_hf.load        any tokenizer by name or path (a bundled encoding, a file, a folder)
+    crayon_hf.chunk_by_tokens   split a text into chunks that each fit a token budget (RAG)
 
 ``import crayon_hf`` is cheap: the native engine and numpy load when a face is first used, and
 transformers is never imported here -- a small import hook wraps `AutoTokenizer.from_pretrained`
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     # `crayon_hf.CrayonTokenizer`).
     from crayon_hf._hf.encoding import Encoding as Encoding
     from crayon_hf._resolve import load as load
+    from crayon_hf.chunking import Chunk as Chunk
+    from crayon_hf.chunking import chunk_by_tokens as chunk_by_tokens
     from crayon_hf.corpus import encode_corpus as encode_corpus
     from crayon_hf.streaming import DecodeStream as DecodeStream
     from crayon_hf.tokenizer import AddedToken as AddedToken
@@ -37,6 +40,7 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__", "Tokenizer", "Encoding", "AddedToken", "CrayonTokenizer", "patch_transformers",
     "unpatch_transformers", "DecodeStream", "BatchArrays", "train_bpe", "load", "encode_corpus",
+    "chunk_by_tokens", "Chunk",
 ]
 
 _LAZY = {
@@ -51,6 +55,8 @@ _LAZY = {
     "train_bpe": ("crayon_hf.train", "train_bpe"),
     "load": ("crayon_hf._resolve", "load"),
     "encode_corpus": ("crayon_hf.corpus", "encode_corpus"),
+    "chunk_by_tokens": ("crayon_hf.chunking", "chunk_by_tokens"),
+    "Chunk": ("crayon_hf.chunking", "Chunk"),
 }
 
 

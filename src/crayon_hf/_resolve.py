@@ -73,13 +73,15 @@ def load_tokenizer(spec: str, *, pattern: str | None = None,
             return Tokenizer.from_file(spec)
         return Encoding.from_cartridge(spec)
     if kind is FileKind.TIKTOKEN_RANKS:
-        from crayon_hf._cache import cache_dir, store
+        from crayon_hf._cache import cache_dir, find, store
+        from crayon_hf._cache import label as cache_label
         from crayon_hf.conversion.tiktoken_rank import convert_rank_file
 
         image = convert_rank_file(spec, pattern=pattern)
         import hashlib
 
-        cached = cache_dir() / f"rankfile-{hashlib.sha256(image).hexdigest()[:24]}.dat"
+        key = f"{hashlib.sha256(image).hexdigest()[:24]}.dat"
+        cached = find(cache_dir(), f"rankfile-{cache_label(str(spec))}-{key}", key)
         if not cached.exists() and not store(cached, image):  # a cache that cannot be written
             from crayon_hf._native import native
 

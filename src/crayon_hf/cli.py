@@ -923,6 +923,10 @@ def build_parser(prog: str = "crayon") -> argparse.ArgumentParser:
     t.add_argument("-o", "--output", required=True, metavar="OUT_DIR",
                    help="folder for tokenizer.json and tokenizer.dat (created if needed)")
     t.set_defaults(func=cmd_train)
+
+    from crayon_hf._cache import add_cache_command
+
+    add_cache_command(sub)  # crayon cache list|clear (self-contained in _cache.py)
     return p
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from crayon_hf import _cache as cache
 from crayon_hf._cache import atomic_write, cache_dir, store
 from crayon_hf._progress import compile_progress
 from crayon_hf._hf.decoders import ByteLevelDecoder, build_decoder, decode_ids, skip_ids
@@ -224,7 +225,8 @@ class Tokenizer:
         if looks_like_model(data[:4096]):
             # The converted tokenizer.json is kept by the model's hash: converting a large model
             # (XLM-R's 250k pieces) takes seconds, loading its cartridge milliseconds.
-            converted = cache_dir() / f"spm-{hashlib.sha256(data).hexdigest()[:32]}-g{_CACHE_GENERATION}.json"
+            key = f"{hashlib.sha256(data).hexdigest()[:32]}-g{_CACHE_GENERATION}.json"
+            converted = cache.find(cache_dir(), f"sentencepiece-{cache.label(str(p))}-{key}", key)
             try:
                 text = converted.read_bytes()
             except OSError:
@@ -257,7 +259,8 @@ class Tokenizer:
 
         digest = hashlib.sha256(buffer).hexdigest()
         floats = "x" if exact_floats else ""
-        target = cache_dir() / f"tokenizer-{digest[:32]}{floats}-g{_CACHE_GENERATION}.dat"
+        key = f"{digest[:32]}{floats}-g{_CACHE_GENERATION}.dat"
+        target = cache.find(cache_dir(), f"tokenizer.json-{cache.label(source)}-{key}", key)
         if target.exists():
             try:
                 tok = cls.from_cartridge(target)
@@ -980,6 +983,44 @@ class Tokenizer:
         return self._encode_batch_to_numpy_with(input, add_special_tokens, self._truncation, self._padding,
                                                 self._encode_special_tokens)
 
+    def count(self, sequence: str, add_special_tokens: bool = True) -> int:
+        """``len(encode(sequence, add_special_tokens=...).ids)`` without building the `Encoding`:
+        the text's tokens plus those the post-processor adds (``[CLS]``/``[SEP]``, ``<s>``, ...)
+        unless `add_special_tokens` is False. Truncation and padding are not applied: the count is
+        the full length, the number a context budget compares with `max_length`.
+
+        ```
+        >>> tok.count("Hello world"), tok.count("Hello world", add_special_tokens=False)
+        (3, 2)
+        ```
+        """
+        return self.count_batch([sequence], add_special_tokens)[0]
+
+    def count_batch(self, input: Sequence[str], add_special_tokens: bool = True) -> list[int]:
+        """`count` of every text, encoded in parallel (native threads, GIL released) with only
+        the lengths kept."""
+        return self._count_batch_with(list(input), add_special_tokens, self._encode_special_tokens)
+
+    def _count_batch_with(self, texts: list[str], add_special_tokens: bool, encode_special: bool) -> list[int]:
+        """count_batch with an explicit `encode_special_tokens` (CrayonTokenizer's split_special_tokens)."""
+        for t in texts:
+            if not isinstance(t, str):
+                raise TypeError(_INPUT_ERROR[False])
+        if self._ref is not None:
+            # tokenizers has no count: its encodings' lengths, without truncation or padding.
+            ref = self._ref
+            if ref.truncation is not None or ref.padding is not None:
+                ref = type(ref).from_str(ref.to_str())
+                ref.no_truncation()
+                ref.no_padding()
+            return [len(e.ids) for e in ref.encode_batch(texts, add_special_tokens=add_special_tokens)]
+        try:
+            counts = self._engine.count_batch(texts, encode_special, default_threads()).tolist()
+        except UnicodeEncodeError:
+            raise TypeError(_INPUT_ERROR[False]) from None
+        added = self.num_special_tokens_to_add(False) if add_special_tokens else 0
+        return [n + added for n in counts]
+
     def _encode_batch_to_numpy_with(self, input: Sequence[Any], add_special_tokens: bool,
                                     truncation: TruncationParams | None, padding: PaddingParams | None,
                                     encode_special: bool, num_threads: int | None = None) -> BatchArrays:
@@ -990,9 +1031,10 @@ class Tokenizer:
         if texts and all(isinstance(t, str) for t in texts):
             from crayon_hf._hf.batch import encode_singles
 
-            batch = encode_singles(self, texts, add_special_tokens, truncation, padding, encode_special, threads)
+            batch = encode_singles(self, texts, add_special_tokens, truncation, padding, encode_special, threads,
+                                   flat=True)
             if batch is not None:
-                return BatchArrays(*batch.flat())
+                return BatchArrays(*(batch if isinstance(batch, tuple) else batch.flat()))
         return _flatten(self._encode_batch_with(texts, False, add_special_tokens, truncation, padding, encode_special,
                                                 threads))
 

@@ -67,16 +67,33 @@ _ACCELERATED = ("_encode_plus", "_decode")
 # backend instance (CLIPTokenizer wraps `decode`), and then the backend runs it too.
 _BACKEND_CALL = {"_encode_plus": "encode_batch", "_decode": "decode"}
 
-_REMOTE_CODE = '''"""Loads this tokenizer with crayon-hf (https://pypi.org/project/crayon-hf/): the native engine,
-with identical outputs. Written by `save_pretrained(..., crayon_remote_code=True)`; used by
-`AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`. Needs `pip install crayon-hf`."""
+_REMOTE_CODE = '''"""The tokenizer of this folder, for `AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`.
 
-from crayon_hf.transformers import CrayonTokenizer as _CrayonTokenizer
+Where the crayon-hf package is installed, it runs on crayon-hf's native engine (the same ids,
+offsets and decoded text as the stock tokenizer, faster). Where it is not, this is the stock
+transformers class the tokenizer was saved from ({original}), loaded from tokenizer.json as usual.
+Written by `save_pretrained(..., crayon_remote_code=True)`."""
+
+try:
+    from crayon_hf.transformers import CrayonTokenizer as _Base
+except ImportError:  # crayon-hf is not installed (or cannot run here): the stock class
+    import transformers
+
+    _Base = (getattr(transformers, "{original}", None) or getattr(transformers, "TokenizersBackend", None)
+             or transformers.PreTrainedTokenizerFast)
 
 
-class CrayonTokenizer(_CrayonTokenizer):
+class CrayonTokenizer(_Base):
     pass
 '''
+
+
+
+def _remote_code(original: str) -> str:
+    """crayon_tokenizer.py for a folder whose stock class is `original` (a name transformers
+    exports; anything else falls back to its generic fast tokenizer)."""
+    safe = original if original.isidentifier() else "TokenizersBackend"
+    return _REMOTE_CODE.replace("{original}", safe)
 
 
 class CrayonTokenizer(TokenizersBackend):
@@ -259,6 +276,29 @@ class CrayonTokenizer(TokenizersBackend):
 
     # ------------------------------------------------------------------ state changes
 
+    def count(self, text: str, add_special_tokens: bool = True) -> int:
+        """``len(tok(text, add_special_tokens=...)["input_ids"])`` without building the lists (no
+        truncation or padding): the full token count, to compare with a context budget.
+
+        ```
+        >>> tok.count("Hello world") == len(tok("Hello world")["input_ids"])
+        True
+        ```
+        """
+        return self.count_batch([text], add_special_tokens)[0]
+
+    def count_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[int]:
+        """`count` of every text; natively in parallel (GIL released) where the engine runs."""
+        texts = list(texts)
+        engine = self._engine("_encode_plus")
+        if engine is not None:
+            return engine._count_batch_with(texts, add_special_tokens, bool(self.split_special_tokens))
+        if not texts:
+            return []
+        out = self(texts, add_special_tokens=add_special_tokens, return_attention_mask=False,
+                   return_token_type_ids=False)
+        return [len(ids) for ids in out["input_ids"]]
+
     def _add_tokens(self, new_tokens: list[Any], special_tokens: bool = False) -> int:
         added = super()._add_tokens(new_tokens, special_tokens)
         engine = getattr(self, "_crayon", None)
@@ -409,18 +449,43 @@ class CrayonTokenizer(TokenizersBackend):
     # ------------------------------------------------------------------ saving
 
     def save_pretrained(self, save_directory: Any, *args: Any, crayon_remote_code: bool = False,
-                        **kwargs: Any) -> tuple[str, ...]:
+                        crayon_cartridge: bool = True, **kwargs: Any) -> tuple[str, ...]:
         """transformers' `save_pretrained`, plus ``crayon.dat`` (the cartridge) and a ``"crayon"``
         entry in tokenizer_config.json; the original `tokenizer_class` is kept, so transformers
-        alone loads the folder as before. ``crayon_remote_code=True`` also writes an `auto_map`
-        and its module, for `AutoTokenizer.from_pretrained(dir, trust_remote_code=True)` without
-        importing crayon-hf (opt-in: an `auto_map` makes transformers treat the folder as remote code,
-        which wants trust_remote_code=True; transformers 5.23 falls back to the original class without)."""
+        alone loads the folder as before.
+
+        ``crayon_cartridge=False`` leaves the cartridge out (and the state file that goes with
+        it): the folder is the stock one plus the ``"crayon"`` entry, and crayon-hf compiles
+        tokenizer.json on first load instead of mapping the cartridge (once per machine, cached).
+        ``crayon_remote_code=True`` also writes an `auto_map` and its module, so
+        `AutoTokenizer.from_pretrained(dir, trust_remote_code=True)` gives a CrayonTokenizer
+        without importing crayon-hf first, and the stock class where crayon-hf is not installed
+        (opt-in: an `auto_map` makes transformers treat the folder as remote code, which wants
+        trust_remote_code=True; transformers 5.23 falls back to the original class without).
+        `push_to_hub` takes both options too. See docs/transformers.md, "Sharing"."""
+        pushing = getattr(self, "_crayon_push_options", None)
+        if pushing is not None:  # push_to_hub's own save_pretrained call, with push_to_hub's options
+            crayon_remote_code = crayon_remote_code or pushing[0]
+            crayon_cartridge = crayon_cartridge and pushing[1]
         self._crayon_remote_code = crayon_remote_code
+        self._crayon_write_cartridge = crayon_cartridge
         try:
             return super().save_pretrained(save_directory, *args, **kwargs)
         finally:
             self._crayon_remote_code = False
+            self._crayon_write_cartridge = True
+
+    def push_to_hub(self, repo_id: str, *args: Any, crayon_cartridge: bool = True, crayon_remote_code: bool = False,
+                    **kwargs: Any) -> Any:
+        """transformers' `push_to_hub`: uploads what `save_pretrained` writes with the same
+        ``crayon_cartridge`` and ``crayon_remote_code`` options. ``crayon_cartridge=False`` keeps
+        the upload to the stock files (the cartridge is 2-4x the size of tokenizer.json: 28 MB
+        for Qwen2.5's 7 MB); users of crayon-hf then compile tokenizer.json once on first load."""
+        self._crayon_push_options = (crayon_remote_code, crayon_cartridge)
+        try:
+            return super().push_to_hub(repo_id, *args, **kwargs)
+        finally:
+            self._crayon_push_options = None
 
     def _save_pretrained(self, save_directory: Any, file_names: tuple[str, ...], legacy_format: bool | None = None,
                          filename_prefix: str | None = None) -> tuple[str, ...]:
@@ -435,7 +500,7 @@ class CrayonTokenizer(TokenizersBackend):
                 "cartridge": None,
                 "source_sha256": self._crayon_digest,
             }
-            if self._crayon is not None:
+            if self._crayon is not None and getattr(self, "_crayon_write_cartridge", True):
                 cartridge = Path(save_directory) / f"{prefix}{CARTRIDGE_FILE}"
                 self._crayon_cartridge_to(cartridge)
                 entry["cartridge"] = cartridge.name
@@ -450,7 +515,7 @@ class CrayonTokenizer(TokenizersBackend):
         # then the module goes with it, or the folder would name a file it lacks.
         if getattr(self, "_crayon_remote_code", False) or config.get("auto_map") == ours:
             module = Path(save_directory) / REMOTE_CODE_FILE
-            module.write_text(_REMOTE_CODE, encoding="utf-8")
+            module.write_text(_remote_code(entry["tokenizer_class"]), encoding="utf-8")
             config["auto_map"] = ours
             files = files + (str(module),)
         with open(config_file, "w", encoding="utf-8") as f:

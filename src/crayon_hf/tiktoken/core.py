@@ -215,6 +215,35 @@ class Encoding:
             return self._fallback.encode_ordinary_batch(text, num_threads=num_threads)
         return _surrogates_fixed(lambda texts: self._engine.encode_batch(texts, b"", b"", num_threads, True), text)
 
+    def count(self, text: str) -> int:
+        """``len(encode_ordinary(text))``, without building the list: the token count that context
+        budgets and RAG chunkers need (special-token text counts as ordinary text).
+
+        ```
+        >>> enc.count("hello world")
+        2
+        ```
+        """
+        if self._fallback is not None:
+            return len(self._fallback.encode_ordinary(text))
+        try:
+            return int(self._engine.count_ordinary(text))
+        except UnicodeEncodeError:
+            return int(self._engine.count_ordinary(_fix_surrogates(text)))
+
+    def count_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[int]:
+        """`count` of every text, in parallel (native threads, GIL released), without id lists.
+
+        ```
+        >>> enc.count_batch(["hello world", "goodbye world"])
+        [2, 3]
+        ```
+        """
+        if self._fallback is not None:
+            return [len(ids) for ids in self._fallback.encode_ordinary_batch(list(text), num_threads=num_threads)]
+        counts = _surrogates_fixed(lambda texts: self._engine.count_ordinary_batch(texts, num_threads), text)
+        return counts.tolist()  # type: ignore[no-any-return]
+
     def encode_batch(
         self,
         text: list[str],
