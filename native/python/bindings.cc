@@ -945,13 +945,16 @@ void bind_hf(py::module_& m) {
         for (py::handle h : texts) views.push_back(utf8_view(h));
         std::vector<RawEncoding> out(views.size());
         const HfEngine& engine = *pe;
+        Interrupts interrupts;
         {
           py::gil_scoped_release release;
           parallel_for(views.size(), num_threads, [&](size_t i) {
+            if (interrupts.stop()) return;
             out[i].with_offsets = false;
             engine.encode(views[i], encode_special_tokens, out[i]);
           });
         }
+        interrupts.raise_if_stopped();
         py::list result(views.size());
         for (size_t i = 0; i < out.size(); ++i) result[i] = PyEngine::id_list(out[i].ids.data(), out[i].ids.size());
         return result;
