@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     # `crayon_hf.CrayonTokenizer`).
     from crayon_hf._hf.encoding import Encoding as Encoding
     from crayon_hf._resolve import load as load
+    from crayon_hf.corpus import TokenizeBatch as TokenizeBatch
     from crayon_hf.corpus import encode_corpus as encode_corpus
+    from crayon_hf.corpus import open_corpus as open_corpus
     from crayon_hf.streaming import DecodeStream as DecodeStream
     from crayon_hf.tokenizer import AddedToken as AddedToken
     from crayon_hf.tokenizer import BatchArrays as BatchArrays
@@ -37,6 +39,7 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__", "Tokenizer", "Encoding", "AddedToken", "CrayonTokenizer", "patch_transformers",
     "unpatch_transformers", "DecodeStream", "BatchArrays", "train_bpe", "load", "encode_corpus",
+    "open_corpus", "TokenizeBatch",
 ]
 
 _LAZY = {
@@ -51,6 +54,8 @@ _LAZY = {
     "train_bpe": ("crayon_hf.train", "train_bpe"),
     "load": ("crayon_hf._resolve", "load"),
     "encode_corpus": ("crayon_hf.corpus", "encode_corpus"),
+    "open_corpus": ("crayon_hf.corpus", "open_corpus"),
+    "TokenizeBatch": ("crayon_hf.corpus", "TokenizeBatch"),
 }
 
 

@@ -1009,3 +1009,74 @@ def _open_sharded(path: str) -> Corpus:
         raise ValueError(f"{manifest}: promises {meta['n_tokens']:,} tokens and {meta['n_docs']:,} documents, the "
                          f"shards hold {len(ids):,} and {len(index) - 1:,}")
     return Corpus(path, ids, index, meta)
+
+
+# ------------------------------------------------------------------------ a batch function for pipelines
+
+
+class TokenizeBatch:
+    """A picklable batch function for `ray.data.Dataset.map_batches` (or Spark's `mapInPandas`, or
+    any engine that ships functions by pickling): a batch `{column: array of str, ...}` in, the same
+    batch plus `{output: object array of uint32 id arrays}` out (numpy in, numpy out).
+
+    Each document's ids are the ones `encode_corpus` writes for it (`encode_ordinary` on a tiktoken
+    encoding, `encode(text, add_special_tokens=False)` on a tokenizer.json), with the end-of-text id
+    after each one when `append_eos`. `tokenizer` is what ``--tokenizer`` takes (a bundled name, a
+    path) or a loaded tokenizer of any face (`crayon_hf.tiktoken.Encoding`, `crayon_hf.Tokenizer`,
+    `crayon_hf.CrayonTokenizer`); it travels as its spec or as a reference to its cartridge and is
+    loaded once per worker process. `threads`: encoding threads per call (Ray gives each task a CPU;
+    raise it with `num_cpus=` in map_batches)."""
+
+    def __init__(self, tokenizer: Any, *, column: str = "text", output: str = "input_ids", append_eos: bool = False,
+                 eos_token: str | None = None, threads: int = 1, keep_columns: bool = True) -> None:
+        self.tokenizer = os.fspath(tokenizer) if isinstance(tokenizer, os.PathLike) else tokenizer
+        self.column, self.output, self.append_eos, self.eos_token = column, output, append_eos, eos_token
+        self.threads, self.keep_columns = threads, keep_columns
+        self._state: tuple[Any, int | None] | None = None
+        if eos_token is not None and not append_eos:
+            raise ValueError("eos_token is the token append_eos appends; pass append_eos=True too")
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_state": None}  # the loaded engine is rebuilt on the worker
+
+    def _load(self) -> tuple[Any, int | None]:
+        if self._state is None:
+            tok = self.tokenizer
+            if isinstance(tok, str):
+                from crayon_hf._resolve import load_tokenizer
+
+                tok = load_tokenizer(tok)
+            try:
+                face: Any = _Face(tok, self.threads)
+                encode = face.encode_batch
+                eos = face.eos(self.eos_token)[0] if self.append_eos else None
+            except ValueError:
+                if not hasattr(tok, "encode_batch_to_numpy"):
+                    raise
+                # CrayonTokenizer (transformers' API): its flat arrays, without the template's tokens.
+                def encode(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+                    ids, *_, doc_offsets = tok.encode_batch_to_numpy(texts, add_special_tokens=False)
+                    return ids, np.diff(doc_offsets)
+
+                eos = None
+                if self.append_eos:
+                    name = self.eos_token or tok.eos_token
+                    if name is None or tok.convert_tokens_to_ids(name) is None:
+                        raise ValueError("append_eos: this tokenizer has no eos_token; pass eos_token=") from None
+                    eos = int(tok.convert_tokens_to_ids(name))
+            self._state = (encode, eos)
+        return self._state
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        encode, eos = self._load()
+        texts = [t if isinstance(t, str) else str(t) for t in batch[self.column]]
+        flat, lengths = encode(texts)
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
+        ids = np.empty(len(texts), dtype=object)
+        if eos is None:
+            ids[:] = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        else:
+            ids[:] = [np.append(flat[a:b], np.uint32(eos)) for a, b in zip(bounds[:-1], bounds[1:])]
+        out = dict(batch) if self.keep_columns else {}
+        out[self.output] = ids
+        return out
