@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import crayon_hf
+import crayon_hf.tiktoken
 from crayon_hf import corpus
 from crayon_hf.cli import main
 from crayon_hf.corpus import encode_corpus, open_corpus
@@ -203,6 +204,7 @@ def test_batch_function_in_ray_data_on_every_face(tmp_path, cluster):
     folder = require_shared(VOCAB / "hf" / "gpt2")
     texts = short_docs(300)
     ref = tmp_path / "ref.bin"
+    ray.data.DataContext.get_current().execution_options.preserve_order = True  # rows back in input order
     for tok in [crayon_hf.tiktoken.get_encoding("cl100k_base"), crayon_hf.Tokenizer.from_file(str(folder / "tokenizer.json")),
                 crayon_hf.CrayonTokenizer.from_pretrained(str(folder)), "cl100k_base"]:
         fn = crayon_hf.TokenizeBatch(tok, append_eos=True)

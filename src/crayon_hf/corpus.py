@@ -141,12 +141,12 @@ def _read_jsonl(path: str, field: str, start: int = 0, end: int | None = None) -
             f.seek(start - 1)
             if f.read(1) != b"\n":  # start is inside a line: it belongs to the range before
                 offset += len(f.readline())
-        first = None  # the line number of the range's first line, counted only for an error message
+        first, first_offset = None, offset  # the range's first line: its number is counted only for an error
 
         def where(k: int) -> str:
             nonlocal first
             if first is None:
-                first = _lines_before(path, start) + 1 if start > 0 else 1
+                first = _lines_before(path, first_offset) + 1 if first_offset > 0 else 1
             return f"{path}:{first + k}"
 
         for k, raw in enumerate(iter(f.readline, b"")):

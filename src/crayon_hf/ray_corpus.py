@@ -187,7 +187,7 @@ def _connect(address: str | None, num_cpus: int | None) -> bool:
     if address:
         ray.init(address=address, log_to_driver=True)
     else:  # a local Ray for this run, on loopback; only the cartridge travels through the object store
-        ray.init(num_cpus=num_cpus, include_dashboard=False, object_store_memory=256 << 20,
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, object_store_memory=256 << 20,
                  _node_ip_address="127.0.0.1")
     return True
 
