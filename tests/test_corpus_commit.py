@@ -128,16 +128,18 @@ def test_stale_temporaries_are_removed_only_when_dead_and_old(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "locked"
         (tmp_path / ".t.bin.tmp-4242").write_bytes(b"legacy")
+        other = tmp_path / ".t.bin2.tmp-0123456789abcdef0123456789abcdef"  # another output's: not ours
+        other.write_bytes(b"t.bin2's")
         # Young: a new run leaves every temporary alone (their writers may just have started).
         encode_corpus([str(tmp_path / "doc.txt")], out, "cl100k_base", progress=False)
         assert sorted(n for n in os.listdir(tmp_path) if ".tmp-" in n) == sorted(
-            [*dead, live.name, ".t.bin.tmp-4242"])
+            [*dead, live.name, ".t.bin.tmp-4242", other.name])
         old = time.time() - 2 * corpus.STALE_AFTER_S
-        for name in [*dead, live.name, ".t.bin.tmp-4242"]:
+        for name in [*dead, live.name, ".t.bin.tmp-4242", other.name]:
             os.utime(tmp_path / name, (old, old))
-        # Old: the dead ones go, the live one stays.
+        # Old: the dead ones go, the live one stays (and t.bin2's is not t.bin's to remove).
         encode_corpus([str(tmp_path / "doc.txt")], out, "cl100k_base", progress=False)
-        assert [n for n in os.listdir(tmp_path) if ".tmp-" in n] == [live.name]
+        assert sorted(n for n in os.listdir(tmp_path) if ".tmp-" in n) == sorted([live.name, other.name])
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)

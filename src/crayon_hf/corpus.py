@@ -474,7 +474,11 @@ def clean_stale_temps(output: str | os.PathLike[str], *, older_than: float = STA
         return removed
     now = time.time()
     for name in names:
-        if not (name.startswith(f".{base}") and _TMP_MARK in name):
+        if not name.startswith(f".{base}") or _TMP_MARK not in name:
+            continue
+        # Only this output's own files (OUTPUT, .idx.npy, .json, Megatron's .bin/.idx, a staging
+        # folder), not those of an output whose name merely starts with this one's.
+        if name[len(base) + 1:].split(_TMP_MARK, 1)[0] not in ("", ".idx.npy", ".json", ".bin", ".idx"):
             continue
         path = os.path.join(folder, name)
         lock_path = os.path.join(path, ".lock") if os.path.isdir(path) else path
