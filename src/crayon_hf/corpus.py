@@ -1033,6 +1033,9 @@ class TokenizeBatch:
 
     def __init__(self, tokenizer: Any, *, column: str = "text", output: str = "input_ids", append_eos: bool = False,
                  eos_token: str | None = None, threads: int = 1, keep_columns: bool = True) -> None:
+        """`column`: the text column of the batches; `output`: the column the ids go to;
+        `append_eos` / `eos_token`: as ``--append-eos`` / ``--eos-token``; `keep_columns`: False
+        returns only the ids column. Nothing is loaded here (the tokenizer loads on first call)."""
         self.tokenizer = os.fspath(tokenizer) if isinstance(tokenizer, os.PathLike) else tokenizer
         self.column, self.output, self.append_eos, self.eos_token = column, output, append_eos, eos_token
         self.threads, self.keep_columns = threads, keep_columns
@@ -1072,6 +1075,7 @@ class TokenizeBatch:
         return self._state
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """One batch: the ids of each document of `batch[column]`, as an object array of uint32 arrays."""
         encode, eos = self._load()
         texts = [t if isinstance(t, str) else str(t) for t in batch[self.column]]
         flat, lengths = encode(texts)
