@@ -1,49 +1,38 @@
-"""Tokenize a corpus with Ray Data (`pip install "ray[data]"`) and crayon-hf.
+"""Tokenize a corpus with Ray Data (`pip install "crayon-hf[ray]"`) and crayon-hf's public API.
 
     python examples/ray_data.py INPUT.jsonl OUTPUT_DIR [TOKENIZER]
 
-Each Ray worker receives the tokenizer pickled as a reference to its cartridge, so it maps the
-same file instead of copying the vocabulary; `map_batches` hands it numpy batches of text and gets
-back numpy arrays of token ids (one per document). The batch function is plain Python: the same
-`tokenize_batch` works with Spark's `mapInPandas` or any other engine that ships functions to
-workers by pickling.
+`crayon_hf.TokenizeBatch` is a picklable batch function: `map_batches` ships it to every worker,
+where it loads the tokenizer once (a bundled name or a path; a loaded tokenizer travels as a
+reference to its cartridge) and turns a numpy batch of text into a numpy array of uint32 id
+arrays, one per document, equal to what `crayon encode-corpus` writes for each document. The same
+function works with Spark's `mapInPandas` or any engine that pickles functions.
+
+To write one training array instead of Parquet, `crayon encode-corpus INPUT -o tokens.bin
+--tokenizer T --ray` does the whole job on the cluster (see docs/scale.md).
 """
 
 from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 import crayon_hf
-
-
-class TokenizeBatch:
-    """A batch function over {"text": array of str} -> {"input_ids": array of uint32 arrays}.
-    Pickles with its tokenizer (a reference to the cartridge), as Ray ships it to workers."""
-
-    def __init__(self, tok) -> None:
-        self.tok = tok
-
-    def __call__(self, batch: dict) -> dict:
-        texts = [str(t) for t in batch["text"]]
-        # Every face has encode_batch_to_numpy: flat ids first, document offsets last.
-        ids, *_, doc_offsets = self.tok.encode_batch_to_numpy(texts)
-        out = np.empty(len(texts), dtype=object)
-        out[:] = [ids[a:b] for a, b in zip(doc_offsets[:-1], doc_offsets[1:])]
-        return {"input_ids": out}
 
 
 def main() -> None:
     import ray
 
     src, dst = sys.argv[1], sys.argv[2]
-    tok = crayon_hf.load(sys.argv[3] if len(sys.argv) > 3 else "cl100k_base")
-    ray.init()
-    ds = ray.data.read_json(src)
-    ds = ds.map_batches(TokenizeBatch(tok), batch_format="numpy", batch_size=1024)
-    ds.write_parquet(dst)
-    print(f"wrote token ids of {ds.count()} documents to {dst}")
+    spec = sys.argv[3] if len(sys.argv) > 3 else "cl100k_base"
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 << 20)
+    try:
+        ds = ray.data.read_json(src)
+        ds = ds.map_batches(crayon_hf.TokenizeBatch(spec, append_eos=True, keep_columns=False),
+                            batch_format="numpy", batch_size=1024)
+        ds.write_parquet(dst)
+        print(f"wrote token ids of {ds.count()} documents to {dst}")
+    finally:
+        ray.shutdown()
 
 
 if __name__ == "__main__":

@@ -311,8 +311,24 @@ def test_argument_errors(tmp_path, capsys):
     assert main(["encode-corpus", str(tmp_path / "doc0.txt"), "-o", out, "--tokenizer", "cl100k_base",
                  "--eos-token", "<|endoftext|>"]) == 2
     assert "pass --append-eos too" in capsys.readouterr().err
-    assert main(["encode-corpus", str(tmp_path), "-o", out, "--tokenizer", "cl100k_base"]) == 2
-    assert "not a file" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["encode-corpus", str(tmp_path / "empty"), "-o", out, "--tokenizer", "cl100k_base"]) == 2
+    assert "a directory without files" in capsys.readouterr().err
+    assert main(["encode-corpus", str(tmp_path / "nothing-*.txt"), "-o", out, "--tokenizer", "cl100k_base"]) == 2
+    assert "no file matches" in capsys.readouterr().err
+
+
+def test_directories_and_globs_expand_to_sorted_files(tmp_path):
+    docs = ["first", "second", "third"]
+    (tmp_path / "in").mkdir()
+    paths = write_docs(tmp_path / "in", docs)
+    (tmp_path / "in" / ".hidden").write_text("skipped", encoding="utf-8")
+    a = encode_corpus([tmp_path / "in"], tmp_path / "a.bin", "cl100k_base", progress=False)
+    b = encode_corpus([str(tmp_path / "in" / "doc*.txt")], tmp_path / "b.bin", "cl100k_base", progress=False)
+    assert a["inputs"] == b["inputs"] == [str(p) for p in paths]
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    assert [corpus.open_corpus(tmp_path / "a.bin")[i].tolist() for i in range(3)] == [
+        reference_encoding("cl100k_base").encode_ordinary(d) for d in docs]
 
 
 @pytest.mark.parametrize("where", ["batch", "stream"])

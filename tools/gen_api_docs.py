@@ -28,6 +28,7 @@ def sections() -> list[tuple[str, str, list[tuple[str, Any]]]]:
     import crayon_hf
     import crayon_hf.cuda as cuda
     import crayon_hf.tiktoken as tiktoken
+    from crayon_hf.ray_corpus import encode_corpus_ray
     from crayon_hf.streaming import EncodeStream
 
     return [
@@ -35,6 +36,9 @@ def sections() -> list[tuple[str, str, list[tuple[str, Any]]]]:
             ("crayon_hf.load", crayon_hf.load),
             ("crayon_hf.train_bpe", crayon_hf.train_bpe),
             ("crayon_hf.encode_corpus", crayon_hf.encode_corpus),
+            ("crayon_hf.open_corpus", crayon_hf.open_corpus),
+            ("crayon_hf.TokenizeBatch", crayon_hf.TokenizeBatch),
+            ("crayon_hf.ray_corpus.encode_corpus_ray", encode_corpus_ray),
             ("crayon_hf.patch_transformers", crayon_hf.patch_transformers),
             ("crayon_hf.unpatch_transformers", crayon_hf.unpatch_transformers),
         ]),

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from crayon_hf._resolve import load as load
     from crayon_hf.chunking import Chunk as Chunk
     from crayon_hf.chunking import chunk_by_tokens as chunk_by_tokens
+    from crayon_hf.corpus import TokenizeBatch as TokenizeBatch
     from crayon_hf.corpus import encode_corpus as encode_corpus
+    from crayon_hf.corpus import open_corpus as open_corpus
     from crayon_hf.streaming import DecodeStream as DecodeStream
     from crayon_hf.tokenizer import AddedToken as AddedToken
     from crayon_hf.tokenizer import BatchArrays as BatchArrays
@@ -40,7 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__", "Tokenizer", "Encoding", "AddedToken", "CrayonTokenizer", "patch_transformers",
     "unpatch_transformers", "DecodeStream", "BatchArrays", "train_bpe", "load", "encode_corpus",
-    "chunk_by_tokens", "Chunk",
+    "chunk_by_tokens", "Chunk", "open_corpus", "TokenizeBatch",
 ]
 
 _LAZY = {
@@ -57,6 +59,8 @@ _LAZY = {
     "encode_corpus": ("crayon_hf.corpus", "encode_corpus"),
     "chunk_by_tokens": ("crayon_hf.chunking", "chunk_by_tokens"),
     "Chunk": ("crayon_hf.chunking", "Chunk"),
+    "open_corpus": ("crayon_hf.corpus", "open_corpus"),
+    "TokenizeBatch": ("crayon_hf.corpus", "TokenizeBatch"),
 }
 
 

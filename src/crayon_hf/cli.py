@@ -659,10 +659,13 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 
 def cmd_encode_corpus(args: argparse.Namespace) -> int:
-    """Training data: every document of the inputs to one memory-mappable array (crayon_hf.corpus)."""
+    """Training data: every document of the inputs to one memory-mappable array (crayon_hf.corpus),
+    on this machine or, with --ray, on a Ray cluster (crayon_hf.ray_corpus)."""
     from crayon_hf.corpus import encode_corpus
 
     fmt = args.format or ("npy" if args.output.endswith(".npy") else "uint32")
+    if args.shards and args.ray is None:
+        raise CliError("--shards writes one shard per Ray task; pass --ray too")
     tokenizer: Any = args.tokenizer
     # Special tokens in documents are ordinary text, as `crayon encode` has them: a tiktoken
     # encoding's corpus is encode_ordinary already; a tokenizer.json's is loaded here with
@@ -676,17 +679,27 @@ def cmd_encode_corpus(args: argparse.Namespace) -> int:
         tokenizer = codec.tok
         # OUTPUT.json names a loaded tokenizer by its `name`: the spec as given, as for a spec string.
         tokenizer.name = args.tokenizer
+    common = dict(format=fmt, append_eos=args.append_eos, eos_token=args.eos_token, jsonl_field=args.jsonl_field,
+                  progress=not args.quiet, pattern=args.pattern)
     try:
-        s = encode_corpus(args.inputs, args.output, tokenizer, format=fmt, append_eos=args.append_eos,
-                          eos_token=args.eos_token, jsonl_field=args.jsonl_field, threads=args.threads,
-                          progress=not args.quiet, pattern=args.pattern)
+        if args.ray is not None:
+            from crayon_hf.ray_corpus import encode_corpus_ray
+
+            # A loaded tokenizer reaches the workers as its cartridge, through the object store.
+            s = encode_corpus_ray(args.inputs, args.output, tokenizer, address=args.ray or None,
+                                  shards=args.shards, cpus_per_task=args.threads or 1,
+                                  task_bytes=int(args.task_mib * (1 << 20)) if args.task_mib else None, **common)
+        else:
+            s = encode_corpus(args.inputs, args.output, tokenizer, threads=args.threads, **common)
     except KeyboardInterrupt:
         print(f"crayon encode-corpus: interrupted; nothing written to {args.output}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if not args.quiet:
         rate = s["input_bytes"] / max(s["seconds"], 1e-9) / (1 << 20)
-        print(f"wrote {s['n_tokens']:,} tokens of {s['n_docs']:,} documents to {args.output} ({fmt}), index "
-              f"{s['index_path']}, in {s['seconds']:.1f} s ({rate:.1f} MiB/s)", file=sys.stderr)
+        where = f"in {s['tasks']} Ray tasks on {s['cluster_cpus']} CPUs, " if args.ray is not None else ""
+        layout = "shards and manifest" if args.shards else f"{fmt}, index {s['index_path']}"
+        print(f"wrote {s['n_tokens']:,} tokens of {s['n_docs']:,} documents to {args.output} ({layout}), "
+              f"{where}in {s['seconds']:.1f} s ({rate:.1f} MiB/s)", file=sys.stderr)
     return EXIT_OK
 
 
@@ -864,8 +877,9 @@ def build_parser(prog: str = "crayon") -> argparse.ArgumentParser:
     _add_tokenizer(ec, model=False)
     ec.add_argument("--allowed-special", metavar="all", help="a tokenizer.json's special tokens in documents are "
                     "matched as tokens (default: ordinary text)")
-    ec.add_argument("--format", choices=["uint16", "uint32", "npy"],
-                    help="raw little-endian uint16 or uint32, or a .npy (default: npy for OUTPUT.npy, else uint32)")
+    ec.add_argument("--format", choices=["uint16", "uint32", "npy", "megatron"],
+                    help="raw little-endian uint16 or uint32, a .npy (default: npy for OUTPUT.npy, else uint32), or "
+                    "Megatron-LM's indexed dataset OUTPUT.bin + OUTPUT.idx")
     ec.add_argument("--append-eos", action="store_true", help="append the end-of-text token after every document")
     ec.add_argument("--eos-token", metavar="TOKEN", help="with --append-eos: the token to append")
     ec.add_argument("--jsonl-field", default="text", help="the text field of JSONL records / Parquet column "
@@ -873,6 +887,15 @@ def build_parser(prog: str = "crayon") -> argparse.ArgumentParser:
     ec.add_argument("--threads", type=int, help="encoding threads (default: $CRAYON_NUM_THREADS, "
                     "$RAYON_NUM_THREADS, else all cores)")
     ec.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    ec.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                    help="run on a Ray cluster (ADDRESS as ray.init takes it, e.g. ray://head:10001 or auto; "
+                    "without one, a local Ray started for the run); needs crayon-hf[ray]; --threads is then "
+                    "the CPUs per task (default 1)")
+    ec.add_argument("--shards", action="store_true",
+                    help="with --ray: OUTPUT is a folder of per-task shards and a manifest.json "
+                    "(crayon_hf.corpus.open_corpus reads it as one array), instead of one array")
+    ec.add_argument("--task-mib", type=float, metavar="MIB",
+                    help="with --ray: input MiB per task (default: the input split four ways per CPU, 1-64 MiB)")
     ec.set_defaults(func=cmd_encode_corpus)
 
     b = _sub(sub, "bench", "token parity and speed against tokenizers, tiktoken, transformers (and tokie, "
