@@ -697,7 +697,8 @@ def cmd_encode_corpus(args: argparse.Namespace) -> int:
     if not args.quiet:
         rate = s["input_bytes"] / max(s["seconds"], 1e-9) / (1 << 20)
         where = f"in {s['tasks']} Ray tasks on {s['cluster_cpus']} CPUs, " if args.ray is not None else ""
-        layout = "shards and manifest" if args.shards else f"{fmt}, index {s['index_path']}"
+        index = f", index {s['index_path']}" if s.get("index_path") else ""
+        layout = "shards and manifest" if args.shards else f"{fmt}{index}"
         print(f"wrote {s['n_tokens']:,} tokens of {s['n_docs']:,} documents to {args.output} ({layout}), "
               f"{where}in {s['seconds']:.1f} s ({rate:.1f} MiB/s)", file=sys.stderr)
     return EXIT_OK

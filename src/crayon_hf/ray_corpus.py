@@ -304,7 +304,11 @@ def encode_corpus_ray(
         finally:
             bar.close()
             os.close(lock)
-            shutil.rmtree(staging, ignore_errors=True)
+            for _ in range(5):  # a worker being killed may still add a file while the tree goes
+                shutil.rmtree(staging, ignore_errors=True)
+                if not os.path.exists(staging):
+                    break
+                time.sleep(0.2)
     finally:
         if started:
             ray.shutdown()
@@ -330,6 +334,10 @@ def _run(ray: Any, tasks: list[Task], payload: tuple, settings: dict, staging: s
     except BaseException:
         for ref in pending:
             ray.cancel(ref, force=True)
+        # Cancelling is asynchronous: wait until those tasks have ended, so none writes into the
+        # staging folder while the caller removes it.
+        if pending:
+            ray.wait(list(pending), num_returns=len(pending), timeout=60.0)
         raise
     return [r for r in results if r is not None]
 
