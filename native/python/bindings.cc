@@ -205,6 +205,33 @@ const char* pattern_name(SplitPattern p) {
                         " has no token in this vocabulary (mergeable_ranks must contain every single byte)");
 }
 
+// The UTF-8 views of a list of str (valid while the list's strings live).
+std::vector<std::string_view> utf8_views(const py::list& texts) {
+  std::vector<std::string_view> views;
+  views.reserve(texts.size());
+  for (py::handle h : texts) views.push_back(utf8_view(h));
+  return views;
+}
+
+// Runs fn without the GIL. Once it is back: what a signal handler raised meanwhile (when
+// `interrupts` watched fn), else a byte without a token (BpeError) as tiktoken's ValueError.
+template <class F>
+void without_gil(F&& fn, Interrupts* interrupts = nullptr) {
+  bool missing = false;
+  uint8_t missing_byte = 0;
+  {
+    py::gil_scoped_release release;
+    try {
+      fn();
+    } catch (const BpeError& err) {
+      missing = true;
+      missing_byte = err.byte();
+    }
+  }
+  if (interrupts != nullptr) interrupts->raise_if_stopped();
+  if (missing) raise_missing_byte(BpeError(missing_byte));
+}
+
 using Engine = TiktokenEngine;
 
 // The Python-side handle of an engine.
@@ -279,40 +306,28 @@ template <class Finished>
 TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& texts, const py::bytes& allowed,
                                     const py::bytes& disallowed, size_t num_threads, bool ordinary,
                                     Finished&& finished) {
-  std::vector<std::string_view> views;
-  views.reserve(texts.size());
-  for (py::handle h : texts) views.push_back(utf8_view(h));
+  const std::vector<std::string_view> views = utf8_views(texts);
   const std::vector<uint8_t> allow = mask_from(allowed);
   const std::vector<uint8_t> deny = mask_from(disallowed);
   const bool check = std::find(deny.begin(), deny.end(), 1) != deny.end();
   TiktokenBatch b;
   b.ids.resize(views.size());
   std::vector<int32_t> found(views.size(), -1);
-  bool missing = false;
-  uint8_t missing_byte = 0;
   Interrupts interrupts;
-  {
-    py::gil_scoped_release release;
-    try {
-      parallel_for(views.size(), num_threads, [&](size_t i) {
-        if (interrupts.stop()) return;
-        if (check) {
-          const SpecialMatch m = e.find_special(views[i], deny);
-          if (m.index >= 0) found[i] = m.index;
-        }
-        if (found[i] < 0) {
-          if (ordinary) e.encode_ordinary(views[i], b.ids[i]);
-          else e.encode(views[i], allow, b.ids[i]);
-        }
-        finished(b, i);
-      });
-    } catch (const BpeError& err) {
-      missing = true;
-      missing_byte = err.byte();
-    }
-  }
-  interrupts.raise_if_stopped();
-  if (missing) raise_missing_byte(BpeError(missing_byte));
+  without_gil([&] {
+    parallel_for(views.size(), num_threads, [&](size_t i) {
+      if (interrupts.stop()) return;
+      if (check) {
+        const SpecialMatch m = e.find_special(views[i], deny);
+        if (m.index >= 0) found[i] = m.index;
+      }
+      if (found[i] < 0) {
+        if (ordinary) e.encode_ordinary(views[i], b.ids[i]);
+        else e.encode(views[i], allow, b.ids[i]);
+      }
+      finished(b, i);
+    });
+  }, &interrupts);
   for (size_t i = 0; i < found.size(); ++i) {
     if (found[i] >= 0) {
       b.denied_text = static_cast<int64_t>(i);
@@ -857,9 +872,7 @@ void bind_hf(py::module_& m) {
       "One sequence up to the model: (ids uint32, char offsets int64 (n, 2), word ids int64, "
       "[(token index, token string)] for added tokens whose string is not their content).")
       .def("encode_batch", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads) {
-        std::vector<std::string_view> views;
-        views.reserve(texts.size());
-        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<std::string_view> views = utf8_views(texts);
         std::vector<RawEncoding> out(views.size());
         Interrupts interrupts;
         {
@@ -875,9 +888,7 @@ void bind_hf(py::module_& m) {
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0)
       .def("encode_batch_raw", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads,
                                   bool offsets, int64_t limit) {
-        std::vector<std::string_view> views;
-        views.reserve(texts.size());
-        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<std::string_view> views = utf8_views(texts);
         auto batch = std::make_shared<HfBatch>();
         batch->docs.resize(views.size());
         batch->complete = limit < 0 && offsets;
@@ -940,9 +951,7 @@ void bind_hf(py::module_& m) {
       "One sequence up to the model, ids only, as a list of ints (the ids of encode()).")
       .def("encode_batch_id_lists", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
                                        size_t num_threads) {
-        std::vector<std::string_view> views;
-        views.reserve(texts.size());
-        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<std::string_view> views = utf8_views(texts);
         std::vector<RawEncoding> out(views.size());
         const HfEngine& engine = *pe;
         Interrupts interrupts;
@@ -978,9 +987,7 @@ void bind_hf(py::module_& m) {
       }, py::arg("text"), py::arg("encode_special_tokens") = false,
       "len(encode_ids(text)): the model's tokens of text, before the post-processor.")
       .def("count_batch", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads) {
-        std::vector<std::string_view> views;
-        views.reserve(texts.size());
-        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<std::string_view> views = utf8_views(texts);
         py::array_t<int64_t> counts(static_cast<py::ssize_t>(views.size()));
         int64_t* c = counts.mutable_data();
         Interrupts interrupts;
@@ -1027,9 +1034,7 @@ void bind_piece_batches(py::module_& m) {
   m.attr("device_piece_max") = kDevicePieceMax;
   auto engine = py::reinterpret_borrow<py::class_<PyEngine>>(m.attr("TiktokenEngine"));
   engine.def("mark_batch", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary, const py::object& alloc) -> py::tuple {
-        std::vector<std::string_view> views;
-        views.reserve(texts.size());
-        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<std::string_view> views = utf8_views(texts);
         const uint64_t n_bytes = batch_bytes(views);
         const py::tuple bufs = alloc(n_bytes);
         uint8_t* text = writable_bytes(bufs[0], n_bytes, "the text buffer");
@@ -1066,18 +1071,7 @@ void bind_piece_batches(py::module_& m) {
         }
         std::vector<int32_t> counts;
         std::vector<uint32_t> ids;
-        bool missing = false;
-        uint8_t missing_byte = 0;
-        {
-          py::gil_scoped_release release;
-          try {
-            encode_reference(*pe, text.data(), starts.data(), lens.data(), n, num_threads, counts, ids);
-          } catch (const BpeError& err) {
-            missing = true;
-            missing_byte = err.byte();
-          }
-        }
-        if (missing) raise_missing_byte(BpeError(missing_byte));
+        without_gil([&] { encode_reference(*pe, text.data(), starts.data(), lens.data(), n, num_threads, counts, ids); });
         py::array_t<int32_t> c(static_cast<py::ssize_t>(counts.size()));
         std::copy(counts.begin(), counts.end(), c.mutable_data());
         py::array_t<uint32_t> v(static_cast<py::ssize_t>(ids.size()));
@@ -1087,26 +1081,13 @@ void bind_piece_batches(py::module_& m) {
       "The CPU engine's encoding of the pieces text[starts[i]:starts[i] + lens[i]]: (counts int32, "
       "their ids concatenated uint32).")
       .def("encode_batch_staged", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::tuple {
-        std::vector<std::string_view> views;
-        views.reserve(texts.size());
-        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<std::string_view> views = utf8_views(texts);
         const std::vector<uint8_t> allow = mask_from(allowed);
         const std::vector<uint8_t> deny = mask_from(disallowed);
         std::vector<uint32_t> ids;
         std::vector<int64_t> offsets;
         MarkedBatch info;
-        bool missing = false;
-        uint8_t missing_byte = 0;
-        {
-          py::gil_scoped_release release;
-          try {
-            encode_batch_staged(*pe, views, allow, deny, ordinary, num_threads, ids, offsets, info);
-          } catch (const BpeError& err) {
-            missing = true;
-            missing_byte = err.byte();
-          }
-        }
-        if (missing) raise_missing_byte(BpeError(missing_byte));
+        without_gil([&] { encode_batch_staged(*pe, views, allow, deny, ordinary, num_threads, ids, offsets, info); });
         if (info.denied_text >= 0) return py::make_tuple(info.denied_text, info.denied_special);
         py::array_t<uint32_t> ids_arr(static_cast<py::ssize_t>(ids.size()));
         std::copy(ids.begin(), ids.end(), ids_arr.mutable_data());
@@ -1413,28 +1394,16 @@ PYBIND11_MODULE(_crayon, m) {
       }, py::arg("text"), "len(encode_ordinary(text)), without a list.")
       .def("count_ordinary_batch", [](const PyEngine& pe, const py::list& texts, size_t num_threads) {
         const Engine& e = *pe;
-        std::vector<std::string_view> views;
-        views.reserve(texts.size());
-        for (py::handle h : texts) views.push_back(utf8_view(h));
+        const std::vector<std::string_view> views = utf8_views(texts);
         py::array_t<int64_t> counts(static_cast<py::ssize_t>(views.size()));
         int64_t* c = counts.mutable_data();
         Interrupts interrupts;
-        bool missing = false;
-        uint8_t missing_byte = 0;
-        {
-          py::gil_scoped_release release;
-          try {
-            parallel_for(views.size(), num_threads, [&](size_t i) {
-              if (interrupts.stop()) return;
-              c[i] = static_cast<int64_t>(count_with([&](std::vector<uint32_t>& out) { e.encode_ordinary(views[i], out); }));
-            });
-          } catch (const BpeError& err) {
-            missing = true;
-            missing_byte = err.byte();
-          }
-        }
-        interrupts.raise_if_stopped();
-        if (missing) raise_missing_byte(BpeError(missing_byte));
+        without_gil([&] {
+          parallel_for(views.size(), num_threads, [&](size_t i) {
+            if (interrupts.stop()) return;
+            c[i] = static_cast<int64_t>(count_with([&](std::vector<uint32_t>& out) { e.encode_ordinary(views[i], out); }));
+          });
+        }, &interrupts);
         return counts;
       }, py::arg("texts"), py::arg("num_threads"), "count_ordinary of every text, in parallel (int64 array).")
       .def("decode_bytes", [](const PyEngine& pe, const py::handle& ids) { return py::bytes(decode_ids(*pe, ids)); })
@@ -1492,18 +1461,7 @@ PYBIND11_MODULE(_crayon, m) {
         const Engine& e = *pe;
         std::string_view v = bytes_view(b);
         std::vector<uint32_t> out;
-        bool missing = false;
-        uint8_t missing_byte = 0;
-        if (!v.empty()) {
-          py::gil_scoped_release release;
-          try {
-            e.byte_pair_encode(reinterpret_cast<const uint8_t*>(v.data()), v.size(), out);
-          } catch (const BpeError& err) {
-            missing = true;
-            missing_byte = err.byte();
-          }
-        }
-        if (missing) raise_missing_byte(BpeError(missing_byte));
+        if (!v.empty()) without_gil([&] { e.byte_pair_encode(reinterpret_cast<const uint8_t*>(v.data()), v.size(), out); });
         return pe.to_list(out);
       })
       .def("token_byte_values", [](const PyEngine& pe) {
