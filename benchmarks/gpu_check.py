@@ -9,7 +9,10 @@ of short documents cut from the shared corpora, plus an adversarial set:
     with the GPU path's parts (pre-tokenization, kernel) beside them.
 Writes gpu.json and gpu.md to --out.
 
-  python benchmarks/gpu_check.py --corpora DIR [--llama3 llama3.tiktoken] --out DIR
+And for each --hf folder (tokenizer.json, byte-level BPE), the tokenizers face's
+`encode_batch_to_numpy(..., device="cuda")` against its CPU call: exactness and speed.
+
+  python benchmarks/gpu_check.py --corpora DIR [--llama3 llama3.tiktoken] [--hf FOLDER ...] --out DIR
 """
 
 from __future__ import annotations
@@ -165,6 +168,45 @@ def check(name: str, enc, docs: list[str], adv: list[str], repeat: int, threads:
     return row
 
 
+def check_hf(folder: Path, docs: list[str], adv: list[str], repeat: int, threads: int) -> dict:
+    """The tokenizers face: `Tokenizer.encode_batch_to_numpy(..., device="cuda")` against the CPU
+    (ids, character offsets, document offsets), then both timed."""
+    from crayon_hf import Tokenizer
+
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    row: dict = {"folder": folder.name, "documents": len(docs)}
+    added = [t.content for t in tok.get_added_tokens_decoder().values()][:50]
+    adv = adv + [f"{a}x {a} y{a}{a}" for a in added]
+    for label, batch in (("corpus", docs), ("adversarial", adv)):
+        cpu = tok.encode_batch_to_numpy(batch)
+        gpu = tok.encode_batch_to_numpy(batch, device="cuda")
+        same = all(np.array_equal(a, b) for a, b in zip(cpu, gpu))
+        bad = 0
+        if not same:
+            for i in range(len(batch)):
+                sl = slice(cpu.doc_offsets[i], cpu.doc_offsets[i + 1])
+                gl = slice(gpu.doc_offsets[i], gpu.doc_offsets[i + 1]) if len(gpu.doc_offsets) == len(cpu.doc_offsets) else None
+                if gl is None or not (np.array_equal(cpu.ids[sl], gpu.ids[gl]) and np.array_equal(cpu.offsets[sl], gpu.offsets[gl])):
+                    bad += 1
+                    if bad <= 3:
+                        print(f"  MISMATCH {folder.name} {label} doc {i}: {batch[i][:80]!r}", flush=True)
+        row[f"{label}_mismatched_docs"] = bad
+    tok.enable_truncation(128)
+    a = tok.encode_batch_to_numpy(docs[:20000])
+    b = tok.encode_batch_to_numpy(docs[:20000], device="cuda")
+    row["truncated_identical"] = all(np.array_equal(x, y) for x, y in zip(a, b))
+    tok.no_truncation()
+    t_cpu, out = median_time(lambda: tok.encode_batch_to_numpy(docs), repeat)
+    t_gpu, _ = median_time(lambda: tok.encode_batch_to_numpy(docs, device="cuda"), repeat)
+    tokens = len(out.ids)
+    row.update({"tokens": tokens, "cpu_s": t_cpu, "gpu_s": t_gpu, "cpu_mtok_s": tokens / t_cpu / 1e6,
+                "gpu_mtok_s": tokens / t_gpu / 1e6, "speedup": t_cpu / t_gpu})
+    print(f"{folder.name} (tokenizers face): exact corpus={row['corpus_mismatched_docs'] == 0} "
+          f"adversarial={row['adversarial_mismatched_docs'] == 0} truncated={row['truncated_identical']} | "
+          f"CPU {row['cpu_mtok_s']:.1f} Mtok/s, GPU {row['gpu_mtok_s']:.1f} Mtok/s ({row['speedup']:.2f}x)", flush=True)
+    return row
+
+
 def gpu_name() -> str:
     try:
         return subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
@@ -198,6 +240,16 @@ def write_markdown(run: dict, path: Path) -> None:
             f"{r['speedup_device']:.2f}x | {r['pretokenize_s'] * 1e3:.0f} | {r['upload_ms']:.0f} | "
             f"{r['kernel_ms']:.1f} | {r['fix_ms']:.0f} | {r['tail_ms']:.0f} | "
             f"{r['pieces_left_to_cpu'] + r['long_pieces']:,} |")
+    if run.get("hf_rows"):
+        lines += ["", "Tokenizers face: `Tokenizer.encode_batch_to_numpy(docs)` against the same call with "
+                  "`device=\"cuda\"` (ids, character offsets and document offsets compared; the same "
+                  "documents; the adversarial set plus each folder's first 50 added tokens inside text).", "",
+                  "| folder | docs mismatched (corpus / adversarial) | truncated to 128 | tokens | CPU Mtok/s | "
+                  "GPU Mtok/s | speed-up |", "|---|---|---|---:|---:|---:|---:|"]
+        for r in run["hf_rows"]:
+            lines.append(f"| {r['folder']} | {r['corpus_mismatched_docs']} / {r['adversarial_mismatched_docs']} | "
+                         f"{'identical' if r['truncated_identical'] else 'DIFFER'} | {r['tokens']:,} | "
+                         f"{r['cpu_mtok_s']:.1f} | {r['gpu_mtok_s']:.1f} | {r['speedup']:.2f}x |")
     lines += ["", f"DLPack: {run['rows'][0].get('dlpack_torch', 'not checked')}."]
     lines += ["", "Batch size against time (numpy output; the first vocabulary): where `device=\"auto\"` should "
               "switch to the GPU.", "", "| batch MiB | CPU ms | GPU ms |", "|---:|---:|---:|"]
@@ -215,6 +267,8 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=100, help="MiB of documents (default 100)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sanitizer-log", type=Path, help="compute-sanitizer's log, summarized in gpu.md")
+    ap.add_argument("--hf", type=Path, nargs="*", default=[],
+                    help="tokenizer.json folders to check on the tokenizers face (byte-level BPE)")
     args = ap.parse_args()
 
     import crayon_hf.cuda as cuda
@@ -236,7 +290,8 @@ def main() -> None:
         encodings.append(("llama3", tiktoken.Encoding("llama3", pat_str=known.pat_str, mergeable_ranks=ranks,
                                                       special_tokens=known.special_tokens)))
     rows = [check(name, enc, docs, adv, args.repeat, threads) for name, enc in encodings]
-    run = {"gpu": gpu_name(), "cpu": platform.processor() or platform.machine(), "cpu_count": threads,
+    hf_rows = [check_hf(folder, docs, adv, args.repeat, threads) for folder in args.hf]
+    run = {"hf_rows": hf_rows, "gpu": gpu_name(), "cpu": platform.processor() or platform.machine(), "cpu_count": threads,
            "threads": threads, "repeat": args.repeat, "adversarial": len(adv),
            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
     if args.sanitizer_log and args.sanitizer_log.exists():

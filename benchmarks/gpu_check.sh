@@ -5,14 +5,17 @@
 # against the CPU engine on >= 100 MB of short documents and an adversarial set for cl100k_base,
 # o200k_base and Llama 3, and the GPU path's speed against the CPU engine on every core.
 #
-# usage: benchmarks/gpu_check.sh CORPORA_DIR [LLAMA3_RANK_FILE] [OUT_DIR]
+# usage: benchmarks/gpu_check.sh CORPORA_DIR [LLAMA3_RANK_FILE] [OUT_DIR] [HF_FOLDER ...]
 #   CORPORA_DIR  the shared corpora (../shared/corpora), LLAMA3_RANK_FILE llama3.tiktoken,
-#   OUT_DIR      where gpu.md, gpu.json and sanitizer.log go (default benchmarks/results)
+#   OUT_DIR      where gpu.md, gpu.json and sanitizer.log go (default benchmarks/results),
+#   HF_FOLDER    tokenizer.json folders (byte-level BPE) for the tokenizers face's check
+# GPU_CHECK_ARGS (environment): more arguments for gpu_check.py, e.g. "--repeat 2"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpora=${1:?usage: benchmarks/gpu_check.sh CORPORA_DIR [LLAMA3_RANK_FILE] [OUT_DIR]}
 llama3=${2:-}
 out=${3:-benchmarks/results}
+shift $(( $# < 3 ? $# : 3 ))
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 
@@ -46,4 +49,4 @@ PY
 fi
 
 python3 benchmarks/gpu_check.py --corpora "$corpora" ${llama3:+--llama3 "$llama3"} --out "$out" \
-  --sanitizer-log "$out/sanitizer.log"
+  --sanitizer-log "$out/sanitizer.log" ${GPU_CHECK_ARGS:-} ${1:+--hf "$@"}

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/double_array.h"
+#include "engines/batch_stages.h"
 #include "models/unigram.h"
 #include "models/wordlevel.h"
 #include "models/wordpiece.h"
@@ -933,6 +934,114 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
       }
       ++word;
     }
+  }
+}
+
+// The batch stages. A document's pieces are what encode_streaming_fast walks (the scanner over
+// each text split between added tokens, on the normalized text when normalizing keeps lengths),
+// so encoding them with the tiktoken engine and mapping ranks to ids gives encode()'s ids; the
+// offsets follow from the tokens' byte lengths, since the tokens tile the text in order.
+std::shared_ptr<const TiktokenEngine> HfEngine::piece_engine() const {
+  if (!fast_ || streaming_ == nullptr || !bpe_ || !bpe_->has_fast_path() ||
+      bpe_->segments() || bpe_->options().ignore_merges || bpe_->fast_needs_check()) {
+    return nullptr;
+  }
+  return fast_;
+}
+
+bool HfEngine::mark_pieces(std::string_view text, bool encode_special_tokens, uint8_t* text_out, uint8_t* marks,
+                           std::vector<std::pair<uint32_t, HfAddedAt>>& added) const {
+  const size_t n = text.size();
+  if (n == 0) return true;
+  std::memcpy(text_out, text.data(), n);
+  std::memset(marks, kMarkInside, n);
+  const size_t first_added = added.size();
+  auto give_up = [&] {
+    std::memset(marks, kMarkDropped, n);
+    added.resize(first_added);
+    return false;
+  };
+  thread_local std::vector<AddedSplit> splits, inner;
+  thread_local std::string normalized;
+  // Marks the splits of `part` (at byte `at` of text): an added token of `set`, or text cut into
+  // pieces by the scanner. False where the splits do not tile `part` (raw_from_pieces could not
+  // place the tokens; encode() drops such bytes, which no tokenizer.json here produces).
+  auto mark_splits = [&](const AddedTokenSet& set, const std::vector<AddedSplit>& parts, std::string_view part,
+                         size_t at, auto&& text_part) {
+    size_t next = 0;
+    for (const AddedSplit& s : parts) {
+      if (s.end <= s.start) continue;
+      if (s.start != next) return false;
+      next = s.end;
+      const std::string_view seg = part.substr(s.start, s.end - s.start);
+      if (s.token >= 0) {
+        const AddedToken& t = set.token(static_cast<size_t>(s.token));
+        marks[at + s.start] = kMarkSpecial;
+        added.emplace_back(static_cast<uint32_t>(at + s.start), HfAddedAt{t.id, s.end - s.start, t.show_text || seg != t.content});
+      } else if (!text_part(seg, at + s.start)) {
+        return false;
+      }
+    }
+    return next == part.size();
+  };
+  auto mark_scanned = [&](std::string_view seg, size_t at) {
+    for (size_t pos = 0; pos < seg.size();) {
+      size_t end = streaming_->piece_end(seg, pos);
+      if (end <= pos || end > seg.size()) end = seg.size();  // as encode_streaming_fast
+      marks[at + pos] = kMarkPiece;
+      pos = end;
+    }
+    return true;
+  };
+  // encode_text_split on one text split of the raw added tokens: normalized (when that keeps every
+  // length), cut at the normalized added tokens (only on text normalizing leaves alone), scanned.
+  auto mark_text = [&](std::string_view seg, size_t at) {
+    std::string_view scan = seg;
+    if (pipeline_.normalizer && !pipeline_.normalizer->is_identity(seg)) {
+      if (!added_normalized_.empty() || !pipeline_.normalizer->apply_same_length(seg, normalized) ||
+          normalized.size() != seg.size()) {
+        return false;
+      }
+      std::memcpy(text_out + at, normalized.data(), seg.size());
+      scan = normalized;
+    }
+    if (added_normalized_.empty()) return mark_scanned(scan, at);
+    inner.clear();
+    added_normalized_.split(scan, encode_special_tokens, inner);
+    return mark_splits(added_normalized_, inner, scan, at, mark_scanned);
+  };
+  splits.clear();
+  added_raw_.split(text, encode_special_tokens, splits);
+  return mark_splits(added_raw_, splits, text, 0, mark_text) || give_up();
+}
+
+void HfEngine::raw_from_pieces(std::string_view text, const uint32_t* values, size_t n, const HfAddedAt* added,
+                               size_t n_added, RawEncoding& out) const {
+  out.clear();
+  const uint32_t n_ranks = fast_->n_ids();
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  const CharBounds chars{bytes, text.size(), 0};
+  out.reserve_more(out.limit < n ? out.limit : n);
+  size_t pos = 0;
+  for (size_t i = 0; i < n && !out.full(); ++i) {
+    const uint32_t v = values[i];
+    uint32_t id;
+    size_t len;
+    if (v < n_ranks) {
+      std::string_view b;
+      if (!fast_->token_bytes(v, &b)) throw CartridgeError("a rank without bytes in the nested tiktoken tables");
+      id = rank_to_id_[v];
+      len = b.size();
+    } else {
+      if (v - n_ranks >= n_added) throw std::logic_error("an added-token slot past the batch's added tokens");
+      const HfAddedAt& a = added[v - n_ranks];
+      id = a.id;
+      len = a.len;
+      if (a.text) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), std::string(text.substr(pos, len)));
+    }
+    if (len == 0 || pos + len > text.size()) throw std::logic_error("the stages' tokens do not tile the document");
+    out.push(id, chars.start(pos), chars.end(pos + len - 1), 0);
+    pos += len;
   }
 }
 

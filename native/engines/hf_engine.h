@@ -177,6 +177,14 @@ struct HfSource {
 // Builds the cartridge image. Throws std::invalid_argument on inconsistent input.
 std::string build_hf_cartridge(const HfSource& source);
 
+// An added token in a batch for the stages: its id, how many bytes of text it covers, and
+// whether its token string is that text (RawEncoding::token_text).
+struct HfAddedAt {
+  uint32_t id;
+  uint32_t len;
+  bool text;
+};
+
 class HfEngine {
  public:
   // O(1) in the vocabulary (plus the added tokens it is given): checks HFHD and the sections'
@@ -207,6 +215,25 @@ class HfEngine {
 
   // One sequence up to the model. `encode_special_tokens`: special added tokens are text.
   void encode(std::string_view text, bool encode_special_tokens, RawEncoding& out) const;
+
+  // The batch stages (engines/batch_stages.h, the CUDA engine) for this face: byte-level BPE on
+  // the fast path whose text streams from a scanner (engines/hf_batch.cc runs them on a batch).
+  //
+  // The tiktoken engine whose ranks the stages produce, or null where this engine has no such
+  // path (other models, merge lists that are not rank-BPE, pre-tokenizers that do not stream,
+  // normalized added tokens, ignore_merges, bytes without a token).
+  std::shared_ptr<const TiktokenEngine> piece_engine() const;
+  // Writes text (normalized where the normalizer keeps every length) to text_out and one mark per
+  // byte to marks; appends each added token as (byte offset in text, what it is). Returns false
+  // when the document must go through encode() instead (its normalization changes lengths); then
+  // every byte is marked kMarkDropped and nothing is appended.
+  bool mark_pieces(std::string_view text, bool encode_special_tokens, uint8_t* text_out, uint8_t* marks,
+                   std::vector<std::pair<uint32_t, HfAddedAt>>& added) const;
+  // The raw encoding of `text` from what the stages made of it: values[0, n) are ranks of
+  // piece_engine(), or n_ranks + k for added[k]. As encode() with out.with_offsets and out.limit,
+  // except that word indexes are 0 (the batch that holds it is not complete).
+  void raw_from_pieces(std::string_view text, const uint32_t* values, size_t n, const HfAddedAt* added,
+                       size_t n_added, RawEncoding& out) const;
 
  private:
   void encode_text_split(std::string_view text, uint32_t base, bool encode_special_tokens,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engines/batch_stages.h"
+#include "engines/hf_engine.h"
 #include "engines/tiktoken_engine.h"
 
 namespace crayon {
@@ -51,10 +52,39 @@ std::vector<uint32_t> piece_starts(const uint8_t* marks, uint64_t n_bytes);
 void encode_reference(const TiktokenEngine& e, const uint8_t* text, const uint32_t* starts, const uint32_t* lens,
                       size_t n, size_t threads, std::vector<int32_t>& counts, std::vector<uint32_t>& ids);
 
+// Every stage after marking, on CPU threads: the ids of a marked batch and its n_docs + 1
+// document offsets.
+void run_stages_on_host(const TiktokenEngine& e, const uint8_t* text, const uint8_t* marks, const MarkedBatch& info,
+                        size_t threads, std::vector<uint32_t>& ids, std::vector<int64_t>& offsets);
+
 // Every stage on CPU threads: the ids of the batch and n_docs + 1 document offsets, or
 // info.denied_text set (then ids and offsets are left empty).
 void encode_batch_staged(const TiktokenEngine& e, const std::vector<std::string_view>& texts,
                          const std::vector<uint8_t>& allowed, const std::vector<uint8_t>& disallowed, bool ordinary,
                          size_t threads, std::vector<uint32_t>& ids, std::vector<int64_t>& offsets, MarkedBatch& info);
+
+// The tokenizers face on the stages (HfEngine::piece_engine() non-null). Marking is mark_batch's
+// with HfEngine::mark_pieces; each added token becomes a special whose slot value is
+// n_ranks + its index in `added`, and a document mark_pieces gives up on is flagged in on_cpu
+// (its bytes are all dropped, so the stages give it no tokens).
+struct HfMarkedBatch {
+  MarkedBatch batch;
+  std::vector<HfAddedAt> added;
+  std::vector<uint8_t> on_cpu;  // per document: encode it with HfEngine::encode instead
+  bool encode_special_tokens = false;
+};
+
+HfMarkedBatch mark_hf_batch(const HfEngine& e, const std::vector<std::string_view>& texts, bool encode_special_tokens,
+                            size_t threads, uint8_t* text_out, uint8_t* marks_out);
+
+// The raw encodings of a marked batch from the stages' output (`values`, rank or added slot per
+// token; `doc_offsets`, n_docs + 1), each as HfEngine::encode would give it with `offsets` (char
+// offsets when true) and `limit` (< 0: none), word indexes 0. Documents flagged on_cpu are encoded.
+void hf_raw_batch(const HfEngine& e, const std::vector<std::string_view>& texts, const HfMarkedBatch& m,
+                  const uint32_t* values, uint64_t n_values, const int64_t* doc_offsets, bool offsets, int64_t limit,
+                  size_t threads, std::vector<RawEncoding>& docs);
+
+// Byte offsets (at character boundaries) to character offsets, in place.
+void to_char_offsets(std::string_view text, std::vector<uint32_t>& starts, std::vector<uint32_t>& ends);
 
 }  // namespace crayon

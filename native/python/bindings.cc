@@ -442,28 +442,6 @@ std::vector<AddedToken> added_from(const py::list& items) {
   return out;
 }
 
-// Byte offsets (at character boundaries) to character offsets, in place.
-void to_char_offsets(std::string_view text, std::vector<uint32_t>& starts, std::vector<uint32_t>& ends) {
-  bool ascii = true;
-  for (unsigned char c : text) {
-    if (c >= 0x80) { ascii = false; break; }
-  }
-  if (ascii) return;
-  std::vector<uint32_t> chars(text.size() + 1);
-  uint32_t count = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    chars[i] = count;
-    if ((static_cast<uint8_t>(text[i]) & 0xC0) != 0x80) ++count;
-  }
-  // A position inside a character (never produced by the engine) rounds up to the next one.
-  chars[text.size()] = count;
-  for (size_t i = text.size(); i-- > 0;) {
-    if ((static_cast<uint8_t>(text[i]) & 0xC0) == 0x80) chars[i] = chars[i + 1];
-  }
-  for (uint32_t& s : starts) s = chars[std::min<size_t>(s, text.size())];
-  for (uint32_t& e : ends) e = chars[std::min<size_t>(e, text.size())];
-}
-
 // An encoding whose offsets are already in characters, as (ids, offsets, words, token texts).
 py::tuple raw_tuple(RawEncoding r) {
   const size_t n = r.ids.size();
@@ -1020,6 +998,20 @@ py::array view_of(const T* data, std::vector<py::ssize_t> shape, const py::objec
 }
 
 // A writable, C-contiguous uint8 buffer of at least `n` bytes (what an allocator handed back).
+// What mark_batch returns for a batch it marked: (n_bytes, doc_bytes, specials, info), info
+// holding mark_ms beside what the caller put in it.
+py::tuple marked_tuple(uint64_t n_bytes, const MarkedBatch& b, py::dict info) {
+  py::array_t<uint64_t> doc_bytes(static_cast<py::ssize_t>(b.doc_bytes.size()));
+  std::copy(b.doc_bytes.begin(), b.doc_bytes.end(), doc_bytes.mutable_data());
+  py::array_t<uint32_t> specials({static_cast<py::ssize_t>(b.specials.size()), py::ssize_t{2}});
+  for (size_t i = 0; i < b.specials.size(); ++i) {
+    specials.mutable_data()[2 * i] = b.specials[i].pos;
+    specials.mutable_data()[2 * i + 1] = b.specials[i].id;
+  }
+  info["mark_ms"] = b.mark_ms;
+  return py::make_tuple(n_bytes, doc_bytes, specials, info);
+}
+
 uint8_t* writable_bytes(const py::handle& h, uint64_t n, const char* what) {
   auto a = py::array_t<uint8_t, py::array::c_style>::ensure(h);
   if (!a || !a.writeable() || static_cast<uint64_t>(a.size()) < n || py::array(a).ptr() != h.ptr()) {
@@ -1047,16 +1039,7 @@ void bind_piece_batches(py::module_& m) {
           b = mark_batch(*pe, views, allow, deny, ordinary, num_threads, text, marks);
         }
         if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
-        py::array_t<uint64_t> doc_bytes(static_cast<py::ssize_t>(b.doc_bytes.size()));
-        std::copy(b.doc_bytes.begin(), b.doc_bytes.end(), doc_bytes.mutable_data());
-        py::array_t<uint32_t> specials({static_cast<py::ssize_t>(b.specials.size()), py::ssize_t{2}});
-        for (size_t i = 0; i < b.specials.size(); ++i) {
-          specials.mutable_data()[2 * i] = b.specials[i].pos;
-          specials.mutable_data()[2 * i + 1] = b.specials[i].id;
-        }
-        py::dict timings;
-        timings["mark_ms"] = b.mark_ms;
-        return py::make_tuple(n_bytes, doc_bytes, specials, timings);
+        return marked_tuple(n_bytes, b, py::dict());
       }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"), py::arg("alloc"),
       "Pre-tokenizes texts for the batch stages: alloc(n_bytes) returns (text, marks) uint8 buffers, "
       "which get the batch's bytes and one piece mark per byte. Returns (n_bytes, doc_bytes uint64, "
@@ -1097,6 +1080,38 @@ void bind_piece_batches(py::module_& m) {
       }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
       "encode_batch_to_numpy through the batch stages of the CUDA engine run on CPU threads (the "
       "host loop, engines/piece_batch.h): the same result, for checking the stages without a GPU.")
+      .def("run_stages", [](const PyEngine& pe, py::array_t<uint8_t, py::array::c_style | py::array::forcecast> text,
+                            py::array_t<uint8_t, py::array::c_style | py::array::forcecast> marks,
+                            py::array_t<uint64_t, py::array::c_style | py::array::forcecast> doc_bytes,
+                            py::array_t<uint32_t, py::array::c_style | py::array::forcecast> specials, size_t num_threads) {
+        MarkedBatch b;
+        b.doc_bytes.assign(doc_bytes.data(), doc_bytes.data() + doc_bytes.size());
+        if (b.doc_bytes.empty() || b.doc_bytes.front() != 0 || !std::is_sorted(b.doc_bytes.begin(), b.doc_bytes.end()) ||
+            b.doc_bytes.back() != static_cast<uint64_t>(text.size()) || marks.size() != text.size()) {
+          throw py::value_error("doc_bytes must rise from 0 to the text's size, and marks be as long as the text");
+        }
+        for (size_t d = 0; d + 1 < b.doc_bytes.size(); ++d) {
+          if (b.doc_bytes[d] < b.doc_bytes[d + 1] && marks.data()[b.doc_bytes[d]] == kMarkInside) {
+            throw py::value_error("a document whose first byte starts no piece");
+          }
+        }
+        if (specials.ndim() != 2 || specials.shape(1) != 2) throw py::value_error("specials must be (n, 2)");
+        for (py::ssize_t i = 0; i < specials.shape(0); ++i) {
+          const uint32_t pos = specials.at(i, 0);
+          if (pos >= static_cast<uint64_t>(text.size()) || marks.data()[pos] != kMarkSpecial) {
+            throw py::value_error("a special token where the marks have none");
+          }
+          b.specials.push_back(SpecialAt{pos, specials.at(i, 1)});
+        }
+        std::vector<uint32_t> ids;
+        std::vector<int64_t> offsets;
+        without_gil([&] { run_stages_on_host(*pe, text.data(), marks.data(), b, num_threads, ids, offsets); });
+        py::array_t<int64_t> off(static_cast<py::ssize_t>(offsets.size()));
+        std::copy(offsets.begin(), offsets.end(), off.mutable_data());
+        return py::make_tuple(to_numpy(std::move(ids)), off);
+      }, py::arg("text"), py::arg("marks"), py::arg("doc_bytes"), py::arg("specials"), py::arg("num_threads") = 0,
+      "Every stage after marking on CPU threads, for a batch mark_batch marked: (ids, offsets), what the "
+      "CUDA module's DeviceEngine.encode returns (tests stand it in for a GPU).")
       .def("piece_tables", [](py::object self) {
         const PyEngine& pe = self.cast<const PyEngine&>();
         const piece::PieceTables& t = pe->piece_tables();
@@ -1116,6 +1131,71 @@ void bind_piece_batches(py::module_& m) {
         return d;
       }, "The per-piece encoder's tables (models/piece_encoder.h) as read-only numpy views of the "
          "cartridge, for copying to a GPU.");
+
+  // The tokenizers face on the batch stages (engines/piece_batch.h: mark_hf_batch, hf_raw_batch).
+  py::class_<HfMarkedBatch, std::shared_ptr<HfMarkedBatch>>(m, "HfMarkedBatch",
+      "A batch marked by HfEngine.mark_batch, kept for HfEngine.raw_from_pieces.");
+  auto hf = py::reinterpret_borrow<py::class_<PyHfEngine>>(m.attr("HfEngine"));
+  hf.def("piece_engine", [](const PyHfEngine& pe) -> py::object {
+        std::shared_ptr<const TiktokenEngine> fast = pe->piece_engine();
+        if (!fast) return py::none();
+        return py::cast(std::make_unique<PyEngine>(std::move(fast)));
+      }, "The TiktokenEngine whose ranks the batch stages make of this tokenizer's pieces, or None "
+         "where the stages do not apply (see HfEngine::piece_engine).")
+      .def("mark_batch", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens, size_t num_threads,
+                            const py::object& alloc) -> py::tuple {
+        if (!pe->piece_engine()) throw py::value_error("this tokenizer has no path through the batch stages");
+        const std::vector<std::string_view> views = utf8_views(texts);
+        const uint64_t n_bytes = batch_bytes(views);
+        const py::tuple bufs = alloc(n_bytes);
+        uint8_t* text = writable_bytes(bufs[0], n_bytes, "the text buffer");
+        uint8_t* marks = writable_bytes(bufs[1], n_bytes, "the marks buffer");
+        auto marked = std::make_shared<HfMarkedBatch>();
+        without_gil([&] { *marked = mark_hf_batch(*pe, views, encode_special_tokens, num_threads, text, marks); });
+        py::dict info;
+        info["marked"] = marked;
+        return marked_tuple(n_bytes, marked->batch, info);
+      }, py::arg("texts"), py::arg("encode_special_tokens"), py::arg("num_threads"), py::arg("alloc"),
+      "TiktokenEngine.mark_batch for this face: (n_bytes, doc_bytes, specials, info), where an added "
+      "token's special id is n_ranks + its index and info['marked'] is what raw_from_pieces needs.")
+      .def("raw_from_pieces", [](const PyHfEngine& pe, const py::list& texts, const HfMarkedBatch& marked,
+                                 py::array_t<uint32_t, py::array::c_style | py::array::forcecast> values,
+                                 py::array_t<int64_t, py::array::c_style | py::array::forcecast> doc_offsets,
+                                 size_t num_threads, bool offsets, int64_t limit) {
+        const std::vector<std::string_view> views = utf8_views(texts);
+        if (static_cast<size_t>(doc_offsets.size()) != views.size() + 1) throw py::value_error("doc_offsets needs one entry per text, plus one");
+        auto batch = std::make_shared<HfBatch>();
+        batch->complete = false;
+        without_gil([&] {
+          hf_raw_batch(*pe, views, marked, values.data(), static_cast<uint64_t>(values.size()), doc_offsets.data(),
+                       offsets, limit, num_threads, batch->docs);
+        });
+        return batch;
+      }, py::arg("texts"), py::arg("marked"), py::arg("values"), py::arg("doc_offsets"), py::arg("num_threads"),
+      py::arg("offsets") = true, py::arg("limit") = -1,
+      "encode_batch_raw's HfBatch from the stages' output for a batch marked by mark_batch (not complete: "
+      "word indexes are 0).")
+      .def("encode_batch_raw_staged", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
+                                         size_t num_threads, bool offsets, int64_t limit) {
+        if (!pe->piece_engine()) throw py::value_error("this tokenizer has no path through the batch stages");
+        const std::vector<std::string_view> views = utf8_views(texts);
+        auto batch = std::make_shared<HfBatch>();
+        batch->complete = false;
+        without_gil([&] {
+          const uint64_t n_bytes = batch_bytes(views);
+          std::vector<uint8_t> text(n_bytes), marks(n_bytes);
+          const HfMarkedBatch m = mark_hf_batch(*pe, views, encode_special_tokens, num_threads, text.data(), marks.data());
+          std::vector<uint32_t> values;
+          std::vector<int64_t> doc_offsets;
+          run_stages_on_host(*pe->piece_engine(), text.data(), marks.data(), m.batch, num_threads, values, doc_offsets);
+          hf_raw_batch(*pe, views, m, values.data(), values.size(), doc_offsets.data(), offsets, limit, num_threads,
+                       batch->docs);
+        });
+        return batch;
+      }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
+      py::arg("offsets") = true, py::arg("limit") = -1,
+      "encode_batch_raw through the CUDA engine's batch stages run on CPU threads (the host loop): the "
+      "same encodings, for checking the tokenizers face's GPU path without a GPU.");
 }
 
 PYBIND11_MODULE(_crayon, m) {

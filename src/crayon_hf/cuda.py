@@ -152,10 +152,16 @@ _CALL_CHARS = (1 << 30) - 1
 
 
 def encode_pieces(owner: Any, core: Any, texts: list[str], allowed: bytes, disallowed: bytes, ordinary: bool,
-                  num_threads: int, index: int, to_host: bool) -> tuple[Any, ...]:
+                  num_threads: int, index: int, to_host: bool, mark: Any = None) -> tuple[Any, ...]:
     """One batch through the GPU: (ids, offsets, stats), or (text index, special index) when a
     text holds a disallowed special token (as the engine's encode_batch reports it). `owner` keys
-    the tables' cache (the face object), `core` is its native TiktokenEngine."""
+    the tables' cache (the face object), `core` is its native TiktokenEngine. `mark(alloc)`, when
+    given, marks the batch instead of ``core.mark_batch`` (the tokenizers face's pre-tokenizer)."""
+    if mark is None:
+        def mark(alloc: Any) -> Any:
+            return core.mark_batch(texts, allowed, disallowed, num_threads, ordinary, alloc)
+    elif batch_bytes(texts) > _CALL_CHARS:
+        raise ValueError("a GPU call of the tokenizers face takes less than 1 Gi characters; split the batch")
     if batch_bytes(texts) > _CALL_CHARS:
         if not to_host:
             raise ValueError("encode_batch_to_device takes less than 1 Gi characters per call; split the batch")
@@ -171,7 +177,7 @@ def encode_pieces(owner: Any, core: Any, texts: list[str], allowed: bytes, disal
             staged[:] = engine.staging(n_bytes)
             return staged[0], staged[1]
 
-        marked = core.mark_batch(texts, allowed, disallowed, num_threads, ordinary, alloc)
+        marked = mark(alloc)
         if len(marked) == 2:
             return marked
         n_bytes, doc_bytes, specials, timings = marked
@@ -206,6 +212,20 @@ def _in_calls(owner: Any, core: Any, texts: list[str], allowed: bytes, disallowe
         offsets.append(result[1][1:] + offsets[-1][-1])
         stats = result[2]
     return np.concatenate(ids), np.concatenate(offsets), stats
+
+
+def hf_raw_batch(tok: Any, index: int, texts: list[str], encode_special_tokens: bool, num_threads: int,
+                 offsets: bool, limit: int) -> Any:
+    """`tok._engine.encode_batch_raw(...)` (an HfBatch) with the ids from GPU `index`, for a
+    `crayon_hf.Tokenizer` whose engine has a `piece_engine()`: the CPU marks the pieces and the
+    added tokens, the GPU encodes the pieces to ranks, and the CPU maps ranks to ids and derives
+    each token's offsets from its length (docs/cuda.md)."""
+    engine = tok._engine
+    core = engine.piece_engine()
+    result = encode_pieces(engine, core, texts, b"", b"", True, num_threads, index, True,
+                           mark=lambda alloc: engine.mark_batch(texts, encode_special_tokens, num_threads, alloc))
+    ids, doc_offsets, stats = result
+    return engine.raw_from_pieces(texts, stats.pop("marked"), ids, doc_offsets, num_threads, offsets, limit)
 
 
 def encode_batch_to_device(

@@ -968,7 +968,8 @@ class Tokenizer:
             pad_encodings(out, self._padding)
         return out
 
-    def encode_batch_to_numpy(self, input: Sequence[str], add_special_tokens: bool = True) -> BatchArrays:
+    def encode_batch_to_numpy(self, input: Sequence[str], add_special_tokens: bool = True,
+                              device: str = "cpu") -> BatchArrays:
         """`encode_batch(input, add_special_tokens=...)` as three flat arrays, without an `Encoding`
         or a Python int per token: ids, character offsets and each document's span (see
         `BatchArrays`). Truncation, the post-processor's template and padding apply as in
@@ -977,11 +978,17 @@ class Tokenizer:
         Single sequences are encoded natively (GIL released, `CRAYON_NUM_THREADS` /
         `RAYON_NUM_THREADS` threads) and assembled in place; other inputs (pairs, a processor
         without a fixed layout, fixed padding shorter than a document) go through `encode_batch`.
+
+        `device`: ``"cpu"``, ``"cuda"`` / ``"cuda:N"`` (the pieces are encoded on that GPU, the same
+        arrays come back; byte-level BPE vocabularies whose merges are rank-BPE, see
+        `crayon_hf.cuda`), or ``"auto"`` (the GPU for large batches where one is available).
         """
         if self._ref is not None:
+            if device != "cpu":
+                raise NotImplementedError("this tokenizer runs on `tokenizers` (no native engine), so it has no GPU path")
             return _flatten(self._ref.encode_batch(input, False, add_special_tokens))
         return self._encode_batch_to_numpy_with(input, add_special_tokens, self._truncation, self._padding,
-                                                self._encode_special_tokens)
+                                                self._encode_special_tokens, device=device)
 
     def count(self, sequence: str, add_special_tokens: bool = True) -> int:
         """``len(encode(sequence, add_special_tokens=...).ids)`` without building the `Encoding`:
@@ -1023,20 +1030,46 @@ class Tokenizer:
 
     def _encode_batch_to_numpy_with(self, input: Sequence[Any], add_special_tokens: bool,
                                     truncation: TruncationParams | None, padding: PaddingParams | None,
-                                    encode_special: bool, num_threads: int | None = None) -> BatchArrays:
+                                    encode_special: bool, num_threads: int | None = None,
+                                    device: str = "cpu") -> BatchArrays:
         """encode_batch_to_numpy with explicit settings instead of this tokenizer's state, like
         `_encode_batch_with`."""
         texts = list(input)
         threads = default_threads() if num_threads is None else num_threads
-        if texts and all(isinstance(t, str) for t in texts):
+        singles = bool(texts) and all(isinstance(t, str) for t in texts)
+        raw_batch = self._device_raw_batch(device, texts if singles else [])
+        if singles:
             from crayon_hf._hf.batch import encode_singles
 
             batch = encode_singles(self, texts, add_special_tokens, truncation, padding, encode_special, threads,
-                                   flat=True)
+                                   flat=True, raw_batch=raw_batch)
             if batch is not None:
                 return BatchArrays(*(batch if isinstance(batch, tuple) else batch.flat()))
         return _flatten(self._encode_batch_with(texts, False, add_special_tokens, truncation, padding, encode_special,
                                                 threads))
+
+    def _device_raw_batch(self, device: str, texts: list[str]) -> Any:
+        """The raw-batch maker of encode_singles for `device` (None: the CPU engine's). An explicit
+        GPU on a tokenizer without the batch stages raises; "auto" falls back to the CPU."""
+        if device == "cpu":
+            return None
+        from crayon_hf import cuda
+
+        index = cuda.resolve_device(device, cuda.batch_bytes(texts))
+        if index is None:
+            return None
+        if self._engine.piece_engine() is None:
+            if device == "auto":
+                return None
+            raise NotImplementedError(
+                "this tokenizer has no GPU path: it needs byte-level BPE whose merges are rank-BPE, a "
+                "pre-tokenizer that streams (a Split regex or ByteLevel scanner), and no normalized added "
+                "tokens; use device='cpu' (docs/cuda.md)")
+
+        def raw_batch(texts: list[str], encode_special: bool, threads: int, offsets: bool, limit: int) -> Any:
+            return cuda.hf_raw_batch(self, index, texts, encode_special, threads, offsets, limit)
+
+        return raw_batch
 
     def _encode_batch_with(self, input: Sequence[Any], is_pretokenized: bool, add_special_tokens: bool,
                            truncation: TruncationParams | None, padding: PaddingParams | None,

@@ -197,6 +197,7 @@ def encode_singles(
     num_threads: int = 0,
     offsets: bool = True,
     flat: bool = False,
+    raw_batch: Any = None,
 ) -> Any:
     """`tok._encode_batch_with(texts, False, add_special_tokens, truncation, padding, ...)` as
     arrays, for a native `crayon_hf.Tokenizer`; None where the caller must take that path.
@@ -210,7 +211,10 @@ def encode_singles(
     -1), so the engine encodes ids only. With right truncation to k tokens the engine stops each
     document once it has k + 1 (exact: see RawEncoding::limit in native/engines/hf_engine.h), which
     still tells "longer than k" apart for tokenizers' errors. `encodings` then encode their
-    document again, whole."""
+    document again, whole.
+
+    `raw_batch`: what makes the raw encodings, called as `tok._engine.encode_batch_raw` (the GPU
+    path passes its own, crayon_hf.cuda.hf_raw_batch)."""
     if not texts:
         return None
     processor = tok._processor
@@ -228,7 +232,7 @@ def encode_singles(
         if truncation.direction != "left" and max_len < _NO_TRUNCATION:
             limit = max_len + 1
     try:
-        raw = tok._engine.encode_batch_raw(texts, encode_special_tokens, num_threads, offsets, limit)
+        raw = (raw_batch or tok._engine.encode_batch_raw)(texts, encode_special_tokens, num_threads, offsets, limit)
     except UnicodeEncodeError:
         return None  # a lone surrogate: the per-document path raises tokenizers' TypeError
     n = raw.lengths()
