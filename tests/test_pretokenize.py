@@ -152,6 +152,23 @@ def test_hypothesis_atoms(pattern, s):
 
 
 @pytest.mark.parametrize("pattern", PATTERN_NAMES)
+def test_ascii_runs_eight_at_a_time(pattern):
+    # The scanners take ASCII letter runs eight bytes per step: runs of every length from 1 to 20,
+    # ending at every offset of an 8-byte window, at the end of the text, before a non-ASCII
+    # letter, mark or space, in either case and mixed case.
+    rng = random.Random(8)
+    after = ["", " ", ".", "'s", "'LL", "é", "É", "\u0301", "中", "ʰ", "\u00a0", "1", "\n", "ß", "\x7f"]
+    texts = []
+    for length in range(1, 21):
+        for case in (str.lower, str.upper, str.title, lambda w: "".join(rng.choice([c.lower(), c.upper()]) for c in w)):
+            for tail in after:
+                word = case("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(length)))
+                for lead in ("", " ", "  ", ",", "é", "x" * rng.randrange(0, 9)):
+                    texts.append(lead + word + tail)
+    assert_same(pattern, texts)
+
+
+@pytest.mark.parametrize("pattern", PATTERN_NAMES)
 @settings(max_examples=EXAMPLES // 2, deadline=None)
 @given(s=st.text(st.characters(exclude_categories=["Cs"]), max_size=24))
 def test_hypothesis_any_text(pattern, s):
