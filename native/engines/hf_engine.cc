@@ -1022,16 +1022,17 @@ void HfEngine::raw_from_pieces(std::string_view text, const uint32_t* values, si
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
   const CharBounds chars{bytes, text.size(), 0};
   out.reserve_more(out.limit < n ? out.limit : n);
+  // Offsets need the character walks of CharBounds only where the text has a non-ASCII byte.
+  bool ascii = true;
+  for (size_t k = 0; k < text.size() && ascii; ++k) ascii = bytes[k] < 0x80;
   size_t pos = 0;
   for (size_t i = 0; i < n && !out.full(); ++i) {
     const uint32_t v = values[i];
     uint32_t id;
     size_t len;
     if (v < n_ranks) {
-      std::string_view b;
-      if (!fast_->token_bytes(v, &b)) throw CartridgeError("a rank without bytes in the nested tiktoken tables");
-      id = rank_to_id_[v];
-      len = b.size();
+      id = rank_to_id_[v];  // < n_ids: checked by ready()
+      len = fast_->token_length(v);
     } else {
       if (v - n_ranks >= n_added) throw std::logic_error("an added-token slot past the batch's added tokens");
       const HfAddedAt& a = added[v - n_ranks];
@@ -1039,8 +1040,17 @@ void HfEngine::raw_from_pieces(std::string_view text, const uint32_t* values, si
       len = a.len;
       if (a.text) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), std::string(text.substr(pos, len)));
     }
-    if (len == 0 || pos + len > text.size()) throw std::logic_error("the stages' tokens do not tile the document");
-    out.push(id, chars.start(pos), chars.end(pos + len - 1), 0);
+    if (len == 0 || pos + len > text.size()) {
+      throw CartridgeError("the tokens of the batch stages do not tile a document: the nested tiktoken tables "
+                           "are damaged (rebuild the cartridge)");
+    }
+    if (!out.with_offsets) {
+      out.ids.push_back(id);
+    } else if (ascii) {
+      out.push(id, static_cast<uint32_t>(pos), static_cast<uint32_t>(pos + len), 0);
+    } else {
+      out.push(id, chars.start(pos), chars.end(pos + len - 1), 0);
+    }
     pos += len;
   }
 }

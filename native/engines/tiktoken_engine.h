@@ -78,6 +78,9 @@ class TiktokenEngine {
   // True when segments are split by the fancy-regex VM (no hand-written scanner for the pattern).
   bool uses_regex() const { return regex_ != nullptr; }
   uint32_t n_ids() const { return bpe_.n_ids; }
+  // Bytes of token `id` < n_ids() without token_bytes()'s checks: after check_tables() every
+  // length is a real range of the token bytes (0 for an absent id).
+  uint32_t token_length(uint32_t id) const { return bpe_.token_offsets[id + 1] - bpe_.token_offsets[id]; }
   uint32_t n_specials() const { return n_specials_; }
   uint32_t special_id(uint32_t index) const { return special_ids_[index]; }
   // The text of special token `index` (several specials may share one id).
