@@ -50,6 +50,9 @@ class WordCache {
  public:
   WordCache() : owner_(next_owner()) {}
 
+  // The model's tag (never 0, never reused in the process): also keys its other per-thread memos.
+  uint64_t owner() const { return owner_; }
+
   // Appends word[0, n)'s tokens: from the cache, or from encode(word, n, out) (then kept).
   template <class Encode>
   void encode(const uint8_t* word, size_t n, std::vector<HfToken>& out, Encode&& encode) const {
