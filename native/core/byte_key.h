@@ -1,5 +1,4 @@
-// A short byte string as three machine words and a hash: the key of the per-thread PieceCache and
-// of the whole-token hash table (models/token_hash.h).
+// A short byte string as three machine words and a hash: the key of the per-thread PieceCache.
 //
 //   bytes s[0, n) --overlapping loads inside [s, s + n)--> w[0..2] --mix--> hash
 //
@@ -8,8 +7,9 @@
 // never read outside the string, and there is no memcpy into a zeroed buffer (whose store-to-load
 // forwarding stall cost more than the rest of a cache probe).
 //
-// The hash is part of the cartridge format (the TKHS section is laid out by it): changing it
-// invalidates every cartridge that has one.
+// No cartridge section is laid out by this hash today. A whole-token table keyed by it (TKHS) was
+// built and measured, and not kept (docs/benchmarks.md, "Cold caches"); a section that did use it
+// would make the hash part of the format.
 #pragma once
 
 #include <cstddef>
