@@ -148,6 +148,13 @@ def cell(subs: dict, reference: str, docs: list[str], passes: int, per_pass: int
             "passes": len(rates["crayon"]), "mismatches": mismatches}
 
 
+
+def _ratio(value: float | None, bold: bool = False) -> str:
+    """A ratio cell: "–" where no peer loads the vocabulary."""
+    if value is None:
+        return "–"
+    return f"**{value}x**" if bold else f"{value}x"
+
 def render(rows: list[dict]) -> str:
     lines = ["| vocabulary | face | corpus | crayon MiB/s | crayon numpy | best peer | peer MiB/s | reference MiB/s "
              "| crayon / best peer | numpy / best peer | crayon / reference |",
@@ -157,8 +164,8 @@ def render(rows: list[dict]) -> str:
         ref = m.get("tiktoken", m.get("tokenizers"))
         peer = r["best_peer"] or "–"
         lines.append(f"| {r['vocab']} | {r['face']} | {r['corpus']} | {m['crayon']} | {m['crayon (numpy)']} | {peer} | "
-                     f"{m.get(r['best_peer'], '–')} | {ref} | **{r['ratio_vs_best_peer']}x** | "
-                     f"{r['ratio_numpy_vs_best_peer']}x | {r['ratio_vs_reference']}x |")
+                     f"{m.get(r['best_peer'], '–')} | {ref} | {_ratio(r['ratio_vs_best_peer'], bold=True)} | "
+                     f"{_ratio(r['ratio_numpy_vs_best_peer'])} | {r['ratio_vs_reference']}x |")
     return "\n".join(lines)
 
 
