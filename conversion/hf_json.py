@@ -21,9 +21,10 @@ import binascii
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from crayon_hf._hf.decoders import bytes_to_unicode
+from crayon_hf._hf.errors import PanicException
 
 __all__ = [
     "Unsupported",
@@ -273,14 +274,52 @@ def _pre_tokenizer_desc(path: str, d: dict[str, Any]) -> dict[str, Any]:
     return desc
 
 
-def engine_components(descs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """META component descriptions as the native engine takes them (charsmaps as bytes)."""
+# What a cartridge's Precompiled section holds before the charsmap: the engine's two lookup
+# bitmaps (PrecompiledNormalizer::section_image in native/text/precompiled.h).
+PRECOMPILED_BITMAP_BYTES = 16384
+
+
+def engine_components(descs: list[dict[str, Any]], section: Callable[[str], bytes] | None = None
+                      ) -> list[dict[str, Any]]:
+    """META component descriptions as the native engine takes them (charsmaps as bytes).
+
+    A Precompiled normalizer compiled into its own section (META format 3: ``charsmap_section``)
+    is left as it is when `section` is None, for HfEngine, which reads the section in place;
+    otherwise its charsmap is read through ``section(id)``, for `hf_normalize`, which has no
+    cartridge."""
     out = []
     for d in descs:
         if "charsmap" in d:
             d = dict(d, charsmap=base64.b64decode(d["charsmap"]))
+        elif "charsmap_section" in d and section is not None:
+            image = section(d["charsmap_section"])
+            d = {k: v for k, v in d.items() if k != "charsmap_section"}
+            d["charsmap"] = bytes(image[PRECOMPILED_BITMAP_BYTES:])
         out.append(d)
     return out
+
+
+def added_token_rows(added: list[dict[str, Any]], normalize: Callable[[str], str],
+                     model_strings: Sequence[str | None]) -> tuple[list[tuple], list[tuple], dict[int, str]]:
+    """The added tokens as HfEngine matches them: (rows matched in the original text, rows matched
+    in normalized text, {id: the model's string} for ids the model gives another string).
+
+    A row is (id, text, special, lstrip, rstrip, single_word, shadow): a normalized token's text is
+    its content normalized by `normalize` (it is looked for in normalized text, as tokenizers
+    does), and `shadow` says that its id is also a model token with another string, so matches
+    carry their own text. The same rows are compiled into a cartridge (HADR, HADN) and built at
+    load for tokens added since."""
+    raw, normed, shadowed = [], [], {}
+    for t in added:
+        is_normalized = t.get("normalized", True)
+        text = normalize(t["content"]) if is_normalized else t["content"]
+        tid = t["id"]
+        shadow = tid < len(model_strings) and model_strings[tid] is not None and model_strings[tid] != text
+        if shadow:
+            shadowed[tid] = model_strings[tid]
+        row = (tid, text, t["special"], t["lstrip"], t["rstrip"], t["single_word"], shadow)
+        (normed if is_normalized else raw).append(row)
+    return raw, normed, shadowed
 
 
 def sentencepiece_shortcut(normalizers: list[dict[str, Any]], pre_tokenizers: list[dict[str, Any]]
@@ -566,11 +605,12 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
     meta = dict(meta)
     meta.setdefault("source_sha256", hashlib.sha256(raw).hexdigest())
     meta["engine"] = "hf"
-    meta["format"] = 2
+    # Format 3: the added tokens and Precompiled charsmaps live in sections of their own (HADJ,
+    # HNnn), so META stays small and loading reads nothing proportional to them.
+    meta["format"] = 3
     meta["model"] = plan.kind
-    for key in ("added_tokens", "normalizer", "post_processor", "decoder", "truncation", "padding"):
+    for key in ("normalizer", "post_processor", "decoder", "truncation", "padding"):
         meta[key] = data.get(key)
-    meta["added_tokens"] = plan.added_tokens
     vocab = data["model"].get("vocab")
     meta["model_vocab_size"] = len(vocab) if isinstance(vocab, (dict, list)) else 0
     # The character tables the engine reproduces tokenizers 0.23.3 with (each probed from it; see
@@ -582,7 +622,22 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
         "added_token_word_characters": "16.0",
         "punctuation_pre_tokenizer": "tokenizers 0.23.3 is_punc table (older than 16.0)",
     }
-    meta["normalizers"] = plan.normalizers
+    sections: dict[str, bytes] = {"HADJ": json.dumps(plan.added_tokens, ensure_ascii=False).encode("utf-8")}
+    meta["normalizers"] = []
+    for i, d in enumerate(plan.normalizers):
+        if "charsmap" in d and i < 100:
+            # The engine's lookup bitmaps are computed here, once, instead of at every load. A
+            # charsmap tokenizers rejects stays in META, where loading refuses it as before.
+            try:
+                image = native.precompiled_section(base64.b64decode(d["charsmap"]))
+            except ValueError:
+                image = None
+            if image is not None:
+                sid = f"HN{i:02d}"
+                sections[sid] = image
+                d = {k: v for k, v in d.items() if k != "charsmap"}
+                d["charsmap_section"] = sid
+        meta["normalizers"].append(d)
     meta["normalizer_paths"] = plan.normalizer_paths
     meta["pre_tokenizers"] = plan.pre_tokenizers
     meta["pre_tokenizer_paths"] = plan.pre_tokenizer_paths
@@ -600,6 +655,19 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
         "suffix": plan.suffix,
         "max_input_chars_per_word": plan.max_input_chars_per_word,
     }
+    # The added-token matchers, compiled: loading uses them in place whatever their number.
+    components = engine_components(plan.normalizers)
+    normalize = (lambda text: native.hf_normalize(components, text)) if components else (lambda text: text)
+    try:
+        model["added_raw"], model["added_normalized"], _ = added_token_rows(plan.added_tokens, normalize,
+                                                                            plan.vocab_strings)
+        meta["n_added_normalized"] = len(model["added_normalized"])
+    except (ValueError, native.UnsupportedComponent, PanicException):
+        # A normalizer the engine refuses, or one that panics on a token's content: no HADR / HADN,
+        # so loading builds the matchers itself and meets the same error where it met it before.
+        model.pop("added_raw", None)
+        model.pop("added_normalized", None)
+    model["sections"] = sections
     return native.build_hf_cartridge(
         model,
         json.dumps(meta, ensure_ascii=False),

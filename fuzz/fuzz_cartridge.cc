@@ -97,6 +97,21 @@ HfPipeline pipeline_with(const char* type) {
   return p;
 }
 
+// The sections a converter compiles for the tokenizer.json engine, read in place: the added-token
+// matchers (HADR / HADN) and a Precompiled normalizer's section (HPC0).
+HfPipeline compiled_pipeline(const std::shared_ptr<const Cartridge>& c, const char* type) {
+  HfPipeline p = pipeline_with(type);
+  p.added_from_cartridge = true;
+  if (c->find(fourcc("HPC0")) != nullptr) {
+    ComponentDesc d;
+    d.type = "Precompiled";
+    d.section = c->bytes(fourcc("HPC0"));
+    d.section_owner = c;
+    p.normalizer = make_normalizer({d});
+  }
+  return p;
+}
+
 // Runs `f`, treating any exception as the file being refused (FUZZ_VERBOSE=1 prints why).
 template <class F>
 void refused_or_fine(const char* what, F&& f) {
@@ -121,6 +136,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   refused_or_fine("tiktoken engine", [&] { use_tiktoken(c); });
   for (const char* type : {static_cast<const char*>(nullptr), "ByteLevel", "Metaspace", "Whitespace"}) {
     refused_or_fine(type ? type : "tokenizer.json engine", [&] { use_hf(c, pipeline_with(type)); });
+  }
+  for (const char* type : {"ByteLevel", "Metaspace"}) {
+    refused_or_fine("compiled sections", [&] { use_hf(c, compiled_pipeline(c, type)); });
   }
   return 0;
 }

@@ -51,6 +51,8 @@ constexpr uint32_t kHDTB = fourcc("HDTB");  //   bytes
 constexpr uint32_t kHDPR = fourcc("HDPR");  //   presence (1 when the id has a token)
 constexpr uint32_t kHGLU = fourcc("HGLU");  // character BPE: the glue set (hf_bpe.h), u32 code points
 constexpr uint32_t kHSCR = fourcc("HSCR");  // Unigram: f64 score per id
+constexpr uint32_t kHADR = fourcc("HADR");  // compiled added tokens (added_tokens.h): normalized=false
+constexpr uint32_t kHADN = fourcc("HADN");  //   and normalized=true, contents normalized
 
 // The byte-level alphabet: byte b is shown as this code point (GPT-2's bytes_to_unicode).
 uint32_t byte_level_char(uint8_t b) {
@@ -195,9 +197,9 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
 
 // An added token found in the text: its id, original offsets, and its string when that is not
 // the token's content (stripped whitespace included, as tokenizers shows it).
-void emit_added(const AddedToken& t, std::string_view matched, uint32_t start, uint32_t end, RawEncoding& out,
+void emit_added(const AddedEntry& t, std::string_view matched, uint32_t start, uint32_t end, RawEncoding& out,
                 uint32_t& word) {
-  if (t.show_text || matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
+  if (t.show_text() || matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
   out.push(t.id, start, end, word++);
 }
 
@@ -285,6 +287,11 @@ std::string build_hf_cartridge(const HfSource& src) {
       w.add_array(kHRID, rank_to_id, kSectionRequired);
     }
   }
+  if (src.compile_added) {
+    w.add(kHADR, AddedTokenSet::serialize(src.added_raw), kSectionRequired);
+    w.add(kHADN, AddedTokenSet::serialize(src.added_normalized), kSectionRequired);
+  }
+  for (const auto& [id, bytes] : src.extra_sections) w.add(id, bytes, kSectionRequired);
   w.add(kHFHD, std::string(reinterpret_cast<const char*>(&h), sizeof h), kSectionRequired);
   return w.finish();
 }
@@ -400,8 +407,17 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
     }
   }
   // Added-token ids are only copied to the output (tokens added after load lie past n_ids).
-  added_raw_ = AddedTokenSet(pipeline_.added_raw);
-  added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
+  if (pipeline_.added_from_cartridge) {
+    // Used in place: the matcher was built when the cartridge was compiled.
+    std::string error;
+    if (!AddedTokenSet::view(c.bytes(kHADR), &added_raw_, &error) ||
+        !AddedTokenSet::view(c.bytes(kHADN), &added_normalized_, &error)) {
+      c.fail(error);
+    }
+  } else {
+    added_raw_ = AddedTokenSet(pipeline_.added_raw);
+    added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
+  }
 }
 
 void HfEngine::ready() const {
@@ -435,6 +451,14 @@ void HfEngine::check_tables() const {
       for (size_t i = 1; i < seg.n_glue; ++i) {
         if (seg.glue[i - 1] >= seg.glue[i]) c.fail("HGLU is not sorted");
       }
+    }
+    // The file's compiled added tokens, whether or not this engine uses them: the file is
+    // remembered as good for every later engine over it.
+    for (const uint32_t id : {kHADR, kHADN}) {
+      if (c.find(id) == nullptr) continue;
+      AddedTokenSet set;
+      std::string error;
+      if (!AddedTokenSet::view(c.bytes(id), &set, &error) || !set.check(&error)) c.fail(error);
     }
   }
 }

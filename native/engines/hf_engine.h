@@ -89,6 +89,9 @@ struct HfPipeline {
   std::vector<PreTokenizerStep> pre_tokenizers;
   std::vector<AddedToken> added_raw;         // normalized=false tokens
   std::vector<AddedToken> added_normalized;  // normalized=true tokens, content normalized
+  // Use the sets compiled into the cartridge (HADR, HADN) instead of the two lists, which are then
+  // empty: set when no token was added or changed since the cartridge was written.
+  bool added_from_cartridge = false;
 };
 
 // The result of one sequence. Token strings equal the vocabulary's except for added tokens,
@@ -172,6 +175,13 @@ struct HfSource {
   // byte-level BPE only.
   std::vector<std::string> decode_bytes;
   std::vector<uint8_t> decode_present;
+  // The added tokens as the engine matches them (see HfPipeline), compiled into HADR / HADN.
+  bool compile_added = false;
+  std::vector<AddedToken> added_raw;
+  std::vector<AddedToken> added_normalized;
+  // Sections the converter prepared itself (the added tokens' JSON, Precompiled charsmaps),
+  // written as given, with the required flag.
+  std::vector<std::pair<uint32_t, std::string>> extra_sections;
 };
 
 // Builds the cartridge image. Throws std::invalid_argument on inconsistent input.
@@ -189,7 +199,8 @@ class HfEngine {
   // the Python binding calls it on first use, C++ callers call it themselves.
   void ready() const;
   // The O(n_ids) checks ready() runs (once per file identity): HRID ids in range, the nested
-  // tiktoken tables, decode offsets in order, HGLU sorted.
+  // tiktoken tables, decode offsets in order, HGLU sorted, the compiled added tokens (HADR, HADN)
+  // inside their sections.
   void check_tables() const;
 
   const Cartridge& cartridge() const { return *cartridge_; }
