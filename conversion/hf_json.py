@@ -609,7 +609,9 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
     # HNnn), so META stays small and loading reads nothing proportional to them.
     meta["format"] = 3
     meta["model"] = plan.kind
-    for key in ("normalizer", "post_processor", "decoder", "truncation", "padding"):
+    # The source's normalizer object is not copied: the engine runs the flattened `normalizers`,
+    # and a Precompiled one would bring its whole charsmap, in base64, back into META.
+    for key in ("post_processor", "decoder", "truncation", "padding"):
         meta[key] = data.get(key)
     vocab = data["model"].get("vocab")
     meta["model_vocab_size"] = len(vocab) if isinstance(vocab, (dict, list)) else 0
