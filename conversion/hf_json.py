@@ -20,6 +20,7 @@ import base64
 import binascii
 import hashlib
 import json
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -297,6 +298,33 @@ def engine_components(descs: list[dict[str, Any]], section: Callable[[str], byte
             d["charsmap"] = bytes(image[PRECOMPILED_BITMAP_BYTES:])
         out.append(d)
     return out
+
+
+def token_strings(model_strings: Sequence[str | None], added: list[dict[str, Any]],
+                  normalize: Callable[[str], str]) -> list[str | None]:
+    """Token strings by id as encodings show them: the model's string where the model has one
+    (an added token sharing the id shows its own text through the engine), else the text of the
+    last added token with that id (normalized content for a normalized token), else None. The same
+    list `Tokenizer._token_strings` builds from VSTR and the added tokens."""
+    strings = list(model_strings)
+    for t in added:
+        tid = t["id"]
+        if tid >= len(strings):
+            strings.extend([None] * (tid + 1 - len(strings)))
+        if tid >= len(model_strings) or model_strings[tid] is None:
+            strings[tid] = normalize(t["content"]) if t.get("normalized", True) else t["content"]
+    return strings
+
+
+def _token_string_section(strings: list[str | None]) -> bytes:
+    """VSTI: {u32 n, u32 blob size, u32 offsets[n + 1], u8 present[n], the UTF-8 strings}."""
+    encoded = [b"" if s is None else s.encode("utf-8") for s in strings]
+    offsets = [0]
+    for e in encoded:
+        offsets.append(offsets[-1] + len(e))
+    blob = b"".join(encoded)
+    present = bytes(0 if s is None else 1 for s in strings)
+    return struct.pack(f"<II{len(offsets)}I", len(strings), len(blob), *offsets) + present + blob
 
 
 def added_token_rows(added: list[dict[str, Any]], normalize: Callable[[str], str],
@@ -664,6 +692,7 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
         model["added_raw"], model["added_normalized"], _ = added_token_rows(plan.added_tokens, normalize,
                                                                             plan.vocab_strings)
         meta["n_added_normalized"] = len(model["added_normalized"])
+        sections["VSTI"] = _token_string_section(token_strings(plan.vocab_strings, plan.added_tokens, normalize))
     except (ValueError, native.UnsupportedComponent, PanicException):
         # A normalizer the engine refuses, or one that panics on a token's content: no HADR / HADN,
         # so loading builds the matchers itself and meets the same error where it met it before.

@@ -269,3 +269,46 @@ def test_format_2_cartridges_still_load(compiled, tmp_path):
     for text in _texts("t5_small")[:150]:
         a, b = legacy.encode(text), tok.encode(text)
         assert (a.ids, a.tokens, a.offsets) == (b.ids, b.tokens, b.offsets), text
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_token_strings_read_in_place_equal_the_vocabulary(compiled, name):
+    """VSTI, read per id right after a load (so the first encode parses no vocabulary), holds for
+    every id the string the full list built from VSTR and the added tokens gives."""
+    tok = Tokenizer.from_cartridge(_cartridge(compiled, name))
+    lazy = tok._vocab_lazy
+    assert lazy._native is not None
+    n = tok._engine.token_string_count
+    from_section = tok._engine.token_strings(list(range(n)))
+    assert len(lazy) == n
+    assert lazy[n - 1] == from_section[n - 1]
+    assert from_section == tok._token_strings()
+    with pytest.raises(IndexError):
+        tok._engine.token_string(n)
+
+
+def test_encoding_tokens_switch_to_the_full_list(compiled):
+    """After lookups worth half the vocabulary, token strings come from the full list: same tokens."""
+    tok = Tokenizer.from_cartridge(_cartridge(compiled, "whisper_large_v3"))
+    texts = _texts("whisper_large_v3")
+    first = [tok.encode(t).tokens for t in texts]
+    lazy = tok._vocab_lazy
+    lazy._budget = 0  # spend it
+    second = [tok.encode(t).tokens for t in texts]
+    assert lazy._native is None and first == second
+
+
+def test_hostile_token_string_section(compiled, tmp_path):
+    """VSTI's counts are checked at load; offsets out of order where a string is read."""
+    data = bytearray(_cartridge(compiled, "gpt2").read_bytes())
+    at = struct.unpack_from("<Q", data, _entry(data, "VSTI") + 8)[0]
+    counts = bytearray(data)
+    struct.pack_into("<I", counts, at, 7)
+    with pytest.raises(ValueError, match="VSTI's size does not match"):
+        Tokenizer.from_cartridge(_restamped(counts, tmp_path, "vsti-counts"))
+    order = bytearray(data)
+    struct.pack_into("<I", order, at + 8 + 4 * 100, 0xFFFFFFF0)  # the end of id 99, the start of id 100
+    tok = Tokenizer.from_cartridge(_restamped(order, tmp_path, "vsti-order"))
+    with pytest.raises(ValueError, match="VSTI's offsets"):
+        tok._engine.token_string(100)
+    assert tok._engine.token_string(5) == Tokenizer.from_cartridge(_cartridge(compiled, "gpt2"))._engine.token_string(5)

@@ -211,6 +211,14 @@ class HfEngine {
   bool has_fast_path() const { return bpe_ && bpe_->has_fast_path(); }
   bool is_byte_level() const { return kind_ == HfModelKind::kBpeBytes; }
 
+  // The string encodings show for `id` (VSTI: the model's token, else the added token's text),
+  // read in place so that the first encode after a load parses no vocabulary. Returns false when
+  // the cartridge has no VSTI or `id` has no string; *has_table says which. Each read is checked
+  // against the section (CartridgeError on a damaged one).
+  bool token_string(uint32_t id, std::string_view* out) const;
+  bool has_token_strings() const { return vsti_offsets_ != nullptr; }
+  uint32_t token_string_count() const { return vsti_n_; }
+
   // ByteLevel decoding (byte-level cartridges only): appends the bytes of every id that has a
   // token, skipping ids whose `skip` entry is 1 (skip may be empty). Ids without a token are
   // dropped, as in tokenizers.
@@ -247,6 +255,11 @@ class HfEngine {
   const uint8_t* decode_bytes_ = nullptr;
   const uint8_t* decode_present_ = nullptr;
   const uint32_t* rank_to_id_ = nullptr;  // HRID, fast_->n_ids() entries
+  const uint32_t* vsti_offsets_ = nullptr;  // VSTI: vsti_n_ + 1 offsets into vsti_blob_
+  const uint8_t* vsti_present_ = nullptr;
+  const char* vsti_blob_ = nullptr;
+  uint32_t vsti_n_ = 0;
+  uint32_t vsti_blob_size_ = 0;
   FirstUse first_use_;
 };
 

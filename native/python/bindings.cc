@@ -893,6 +893,30 @@ void bind_hf(py::module_& m) {
                              "Whether the model is byte-level BPE (the cartridge then has the ByteLevel decode table).")
       .def_property_readonly("has_fast_path", [](const PyHfEngine& pe) { return pe.unchecked().has_fast_path(); },
                              "True when the merge list runs on the linear-time backtracking encoder.")
+      .def("token_string", [](const PyHfEngine& pe, int64_t id) -> py::object {
+        const HfEngine& e = *pe;
+        if (id < 0 || id >= e.token_string_count()) throw py::index_error("token id out of range");
+        std::string_view s;
+        if (!e.token_string(static_cast<uint32_t>(id), &s)) return py::none();
+        return py::str(s.data(), s.size());
+      }, "The string encodings show for id, from the cartridge's VSTI (None where the id has none).")
+      .def("token_strings", [](const PyHfEngine& pe, const py::list& ids) {
+        const HfEngine& e = *pe;
+        py::list out(ids.size());
+        size_t k = 0;
+        for (py::handle h : ids) {
+          const int64_t id = py::cast<int64_t>(h);
+          if (id < 0 || id >= e.token_string_count()) throw py::index_error("token id out of range");
+          std::string_view s;
+          out[k++] = e.token_string(static_cast<uint32_t>(id), &s) ? py::object(py::str(s.data(), s.size()))
+                                                                   : py::object(py::none());
+        }
+        return out;
+      }, "token_string for each id of a list.")
+      .def_property_readonly("token_string_count", [](const PyHfEngine& pe) {
+        return pe.unchecked().has_token_strings() ? py::object(py::int_(pe.unchecked().token_string_count()))
+                                                  : py::object(py::none());
+      }, "How many ids VSTI covers; None when the cartridge has no VSTI.")
       .def("section", [](const PyHfEngine& pe, const std::string& id) {
         if (id.size() != 4) throw py::value_error("section ids have 4 characters");
         const uint32_t f = static_cast<uint32_t>(static_cast<uint8_t>(id[0])) | static_cast<uint32_t>(static_cast<uint8_t>(id[1])) << 8 |

@@ -1259,15 +1259,42 @@ def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:
 
 
 class _LazyVocab(Sequence):
-    """Token strings by id, materialised from the cartridge on first access."""
+    """Token strings by id, as encodings show them.
 
-    __slots__ = ("_tok",)
+    Right after a load they are read one by one from the cartridge (VSTI), so the first encode
+    parses no vocabulary; once the lookups add up to half the vocabulary the whole list is built
+    (`Tokenizer._token_strings`, from VSTR) and indexed instead, the cheaper way for a long run.
+    Both give the same strings. Tokens added after load (an overlay) always use the list."""
+
+    __slots__ = ("_tok", "_native", "_budget")
 
     def __init__(self, tok: Tokenizer) -> None:
         self._tok = tok
+        count = None if tok._overlay else tok._engine.token_string_count
+        self._native = tok._engine if count is not None else None
+        self._budget = (count or 0) // 2
 
     def __getitem__(self, i):  # type: ignore[override]
+        if self._native is not None and type(i) is int and i >= 0:
+            self._budget -= 1
+            native = self._native
+            if self._budget < 0:
+                self._native = None
+            return native.token_string(i)
         return self._tok._token_strings()[i]
 
+    def lookup(self, ids: list[int]) -> list[str | None]:
+        """The strings of `ids` (all >= 0), in one call."""
+        native = self._native
+        if native is not None:
+            self._budget -= len(ids)
+            if self._budget >= 0:
+                return native.token_strings(ids)
+            self._native = None
+        strings = self._tok._token_strings()
+        return [strings[i] for i in ids]
+
     def __len__(self) -> int:
+        if self._native is not None:
+            return self._native.token_string_count
         return len(self._tok._token_strings())
