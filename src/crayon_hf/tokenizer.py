@@ -500,7 +500,7 @@ class Tokenizer:
     def _components(self, kind: str, in_place: bool = False) -> list[dict[str, Any]]:
         """META's components as the native side takes them. `in_place`: for HfEngine, which reads a
         compiled Precompiled section from the cartridge itself; else its charsmap is read here."""
-        from crayon_hf.conversion.hf_json import engine_components
+        from crayon_hf._hf.pipeline import engine_components
 
         return engine_components(self._meta[kind], None if in_place else self._cartridge.section)
 
@@ -533,7 +533,7 @@ class Tokenizer:
         """{id: the model's string} for added tokens whose id the model gives another string; read
         from the vocabulary (VSTR) when first needed, never at load."""
         if self._shadowed_cache is None:
-            from crayon_hf.conversion.hf_json import added_token_rows
+            from crayon_hf._hf.pipeline import added_token_rows
 
             _, _, self._shadowed_cache = added_token_rows(self._added, self._normalize_for_match,
                                                           self._model_strings())
@@ -541,7 +541,7 @@ class Tokenizer:
 
     def _build_engine(self) -> None:
         from crayon_hf._native import native
-        from crayon_hf.conversion.hf_json import added_token_rows, sentencepiece_shortcut
+        from crayon_hf._hf.pipeline import added_token_rows, sentencepiece_shortcut
 
         # Whether tokens were added (or their flags changed) since load: an overlay over the file.
         self._overlay = self._added_list is not None and self._added_list != self._file_added_tokens()
