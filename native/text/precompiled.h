@@ -57,9 +57,13 @@
 // emits its pairs through the same positional rules. The slow twin, normalize_reference(), builds
 // tokenizers' pair list for the whole text and calls transform_chars: the test oracle.
 //
+// A cartridge stores the bitmaps beside the blob (section_image(), META format 3's HNnn sections), so
+// a load reads both in place: no 65536 walks, no copy, only the strings' UTF-8 check and the 128
+// ASCII lookups.
+//
 // Bounds: linear in the text (a cluster is walked once; the trie walk reads at most 5 bytes per
-// cluster and 4 per char); memory is the output text and alignments. The object holds the decoded
-// units and strings (about the blob's size) and 16 KB of bitmaps.
+// cluster and 4 per char); memory is the output text and alignments. Built from a blob, the object
+// holds a copy of it and 16 KB of bitmaps; over a section, nothing but pointers into it.
 #pragma once
 
 #include <array>
