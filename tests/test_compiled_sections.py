@@ -312,3 +312,9 @@ def test_hostile_token_string_section(compiled, tmp_path):
     with pytest.raises(ValueError, match="VSTI's offsets"):
         tok._engine.token_string(100)
     assert tok._engine.token_string(5) == Tokenizer.from_cartridge(_cartridge(compiled, "gpt2"))._engine.token_string(5)
+
+
+def test_lazy_vocabulary_iterates_the_full_list(compiled):
+    tok = Tokenizer.from_cartridge(_cartridge(compiled, "gpt2"))
+    lazy = tok._vocab_lazy
+    assert list(lazy) == tok._token_strings() and lazy._native is not None

@@ -1294,6 +1294,10 @@ class _LazyVocab(Sequence):
         strings = self._tok._token_strings()
         return [strings[i] for i in ids]
 
+    def __iter__(self):  # type: ignore[override]
+        # A pass over every id (whole-vocabulary tables) is what the full list is for.
+        return iter(self._tok._token_strings())
+
     def __len__(self) -> int:
         if self._native is not None:
             return self._native.token_string_count
