@@ -77,6 +77,11 @@ void use_hf(const std::shared_ptr<const Cartridge>& c, HfPipeline pipeline) {
       e.encode(t, special_as_text, enc);
     }
   }
+  if (e.has_token_strings()) {
+    std::string_view s;
+    const uint32_t n = e.token_string_count();
+    for (uint32_t id : {0u, 1u, n / 2, n > 0 ? n - 1 : 0u, n}) e.token_string(id, &s);
+  }
   if (e.is_byte_level()) {
     std::vector<uint32_t> every;
     for (uint32_t id = 0; id < e.n_ids() && id < 100000; ++id) every.push_back(id);

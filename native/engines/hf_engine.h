@@ -213,7 +213,7 @@ class HfEngine {
 
   // The string encodings show for `id` (VSTI: the model's token, else the added token's text),
   // read in place so that the first encode after a load parses no vocabulary. Returns false when
-  // the cartridge has no VSTI or `id` has no string; *has_table says which. Each read is checked
+  // the cartridge has no VSTI (has_token_strings()) or `id` has no string. Each read is checked
   // against the section (CartridgeError on a damaged one).
   bool token_string(uint32_t id, std::string_view* out) const;
   bool has_token_strings() const { return vsti_offsets_ != nullptr; }
