@@ -20,10 +20,22 @@ import base64
 import binascii
 import hashlib
 import json
+import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from crayon_hf._hf.decoders import bytes_to_unicode
+from crayon_hf._hf.errors import PanicException
+
+# The pipeline helpers loading shares with compiling live in crayon_hf._hf.pipeline (a load does
+# not import this module); they are re-exported here for the compiler's callers.
+from crayon_hf._hf.pipeline import (  # noqa: F401
+    PRECOMPILED_BITMAP_BYTES,
+    added_token_rows,
+    engine_components,
+    sentencepiece_shortcut,
+    token_strings,
+)
 
 __all__ = [
     "Unsupported",
@@ -273,42 +285,15 @@ def _pre_tokenizer_desc(path: str, d: dict[str, Any]) -> dict[str, Any]:
     return desc
 
 
-def engine_components(descs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """META component descriptions as the native engine takes them (charsmaps as bytes)."""
-    out = []
-    for d in descs:
-        if "charsmap" in d:
-            d = dict(d, charsmap=base64.b64decode(d["charsmap"]))
-        out.append(d)
-    return out
-
-
-def sentencepiece_shortcut(normalizers: list[dict[str, Any]], pre_tokenizers: list[dict[str, Any]]
-                           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """The SentencePiece-style normalizer (Prepend(r) then Replace(' ', r), or the Replace alone)
-    as an equivalent pre-tokenizer, so the engine reads the text without rewriting it.
-
-    Both give the model each text split with spaces shown as r (each r aligned to its space) and,
-    with Prepend, an r in front aligned to the first character: exactly Metaspace without split,
-    with a prefix that does not look at the first character ("unconditional", an engine-only
-    scheme) or none. Only valid when no added token is matched in normalized text (those would
-    see r instead of spaces); the caller checks that. Returns (normalizers, pre_tokenizers) or None.
-    """
-    kinds = [d["type"] for d in normalizers]
-    if kinds not in (["Prepend", "Replace"], ["Replace"]):
-        return None
-    replace = normalizers[-1]
-    r = replace.get("content", "")
-    if replace.get("regex") or replace.get("pattern") != " " or len(r) != 1:
-        return None
-    if kinds[0] == "Prepend" and normalizers[0].get("pattern") != r:
-        return None
-    if pre_tokenizers and not (len(pre_tokenizers) == 1 and pre_tokenizers[0]["type"] == "Split"
-                               and not pre_tokenizers[0].get("regex") and pre_tokenizers[0].get("pattern") == " "
-                               and not pre_tokenizers[0].get("invert")):
-        return None  # a Split on " " finds nothing once spaces are r: the whole split is one piece
-    scheme = "unconditional" if kinds[0] == "Prepend" else "never"
-    return [], [{"type": "Metaspace", "replacement": r, "prepend_scheme": scheme, "split": False}]
+def _token_string_section(strings: list[str | None]) -> bytes:
+    """VSTI: {u32 n, u32 blob size, u32 offsets[n + 1], u8 present[n], the UTF-8 strings}."""
+    encoded = [b"" if s is None else s.encode("utf-8") for s in strings]
+    offsets = [0]
+    for e in encoded:
+        offsets.append(offsets[-1] + len(e))
+    blob = b"".join(encoded)
+    present = bytes(0 if s is None else 1 for s in strings)
+    return struct.pack(f"<II{len(offsets)}I", len(strings), len(blob), *offsets) + present + blob
 
 
 def _merge_pair(m: Any, i: int) -> tuple[str, str]:
@@ -566,11 +551,14 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
     meta = dict(meta)
     meta.setdefault("source_sha256", hashlib.sha256(raw).hexdigest())
     meta["engine"] = "hf"
-    meta["format"] = 2
+    # Format 3: the added tokens and Precompiled charsmaps live in sections of their own (HADJ,
+    # HNnn), so META stays small and loading reads nothing proportional to them.
+    meta["format"] = 3
     meta["model"] = plan.kind
-    for key in ("added_tokens", "normalizer", "post_processor", "decoder", "truncation", "padding"):
+    # The source's normalizer object is not copied: the engine runs the flattened `normalizers`,
+    # and a Precompiled one would bring its whole charsmap, in base64, back into META.
+    for key in ("post_processor", "decoder", "truncation", "padding"):
         meta[key] = data.get(key)
-    meta["added_tokens"] = plan.added_tokens
     vocab = data["model"].get("vocab")
     meta["model_vocab_size"] = len(vocab) if isinstance(vocab, (dict, list)) else 0
     # The character tables the engine reproduces tokenizers 0.23.3 with (each probed from it; see
@@ -582,7 +570,22 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
         "added_token_word_characters": "16.0",
         "punctuation_pre_tokenizer": "tokenizers 0.23.3 is_punc table (older than 16.0)",
     }
-    meta["normalizers"] = plan.normalizers
+    sections: dict[str, bytes] = {"HADJ": json.dumps(plan.added_tokens, ensure_ascii=False).encode("utf-8")}
+    meta["normalizers"] = []
+    for i, d in enumerate(plan.normalizers):
+        if "charsmap" in d and i < 100:
+            # The engine's lookup bitmaps are computed here, once, instead of at every load. A
+            # charsmap tokenizers rejects stays in META, where loading refuses it as before.
+            try:
+                image = native.precompiled_section(base64.b64decode(d["charsmap"]))
+            except ValueError:
+                image = None
+            if image is not None:
+                sid = f"HN{i:02d}"
+                sections[sid] = image
+                d = {k: v for k, v in d.items() if k != "charsmap"}
+                d["charsmap_section"] = sid
+        meta["normalizers"].append(d)
     meta["normalizer_paths"] = plan.normalizer_paths
     meta["pre_tokenizers"] = plan.pre_tokenizers
     meta["pre_tokenizer_paths"] = plan.pre_tokenizer_paths
@@ -600,6 +603,20 @@ def build_hf_cartridge(source: str | bytes, plan: NativePlan, meta: dict[str, An
         "suffix": plan.suffix,
         "max_input_chars_per_word": plan.max_input_chars_per_word,
     }
+    # The added-token matchers, compiled: loading uses them in place whatever their number.
+    components = engine_components(plan.normalizers)
+    normalize = (lambda text: native.hf_normalize(components, text)) if components else (lambda text: text)
+    try:
+        model["added_raw"], model["added_normalized"], _ = added_token_rows(plan.added_tokens, normalize,
+                                                                            plan.vocab_strings)
+        meta["n_added_normalized"] = len(model["added_normalized"])
+        sections["VSTI"] = _token_string_section(token_strings(plan.vocab_strings, plan.added_tokens, normalize))
+    except (ValueError, native.UnsupportedComponent, PanicException):
+        # A normalizer the engine refuses, or one that panics on a token's content: no HADR / HADN,
+        # so loading builds the matchers itself and meets the same error where it met it before.
+        model.pop("added_raw", None)
+        model.pop("added_normalized", None)
+    model["sections"] = sections
     return native.build_hf_cartridge(
         model,
         json.dumps(meta, ensure_ascii=False),

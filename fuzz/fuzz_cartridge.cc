@@ -77,6 +77,11 @@ void use_hf(const std::shared_ptr<const Cartridge>& c, HfPipeline pipeline) {
       e.encode(t, special_as_text, enc);
     }
   }
+  if (e.has_token_strings()) {
+    std::string_view s;
+    const uint32_t n = e.token_string_count();
+    for (uint32_t id : {0u, 1u, n / 2, n > 0 ? n - 1 : 0u, n}) e.token_string(id, &s);
+  }
   if (e.is_byte_level()) {
     std::vector<uint32_t> every;
     for (uint32_t id = 0; id < e.n_ids() && id < 100000; ++id) every.push_back(id);
@@ -93,6 +98,21 @@ HfPipeline pipeline_with(const char* type) {
     d.type = type;
     d.replacement = "\xE2\x96\x81";  // Metaspace's ▁
     p.pre_tokenizers.push_back(make_pre_tokenizer(d, 0));
+  }
+  return p;
+}
+
+// The sections a converter compiles for the tokenizer.json engine, read in place: the added-token
+// matchers (HADR / HADN) and a Precompiled normalizer's section (HPC0).
+HfPipeline compiled_pipeline(const std::shared_ptr<const Cartridge>& c, const char* type) {
+  HfPipeline p = pipeline_with(type);
+  p.added_from_cartridge = true;
+  if (c->find(fourcc("HPC0")) != nullptr) {
+    ComponentDesc d;
+    d.type = "Precompiled";
+    d.section = c->bytes(fourcc("HPC0"));
+    d.section_owner = c;
+    p.normalizer = make_normalizer({d});
   }
   return p;
 }
@@ -121,6 +141,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   refused_or_fine("tiktoken engine", [&] { use_tiktoken(c); });
   for (const char* type : {static_cast<const char*>(nullptr), "ByteLevel", "Metaspace", "Whitespace"}) {
     refused_or_fine(type ? type : "tokenizer.json engine", [&] { use_hf(c, pipeline_with(type)); });
+  }
+  for (const char* type : {"ByteLevel", "Metaspace"}) {
+    refused_or_fine("compiled sections", [&] { use_hf(c, compiled_pipeline(c, type)); });
   }
   return 0;
 }

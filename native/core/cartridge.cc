@@ -319,7 +319,12 @@ void Cartridge::validate(bool verify_checksum) {
   }
   // Sections must not overlap one another.
   std::vector<SectionInfo> sorted = sections_;
-  std::sort(sorted.begin(), sorted.end(), [](const SectionInfo& a, const SectionInfo& b) { return a.offset < b.offset; });
+  // An empty section shares its offset with the section after it; ordering by size too puts it
+  // first, whatever the sort does with ties (std::sort is not stable, and past 16 sections it
+  // stopped leaving them in table order).
+  std::sort(sorted.begin(), sorted.end(), [](const SectionInfo& a, const SectionInfo& b) {
+    return a.offset < b.offset || (a.offset == b.offset && a.size < b.size);
+  });
   for (size_t i = 1; i < sorted.size(); ++i) {
     if (sorted[i - 1].offset + sorted[i - 1].size > sorted[i].offset) {
       fail("sections " + fourcc_name(sorted[i - 1].id) + " and " + fourcc_name(sorted[i].id) + " overlap");

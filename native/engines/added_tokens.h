@@ -22,10 +22,32 @@
 // test comes before lstrip/rstrip, and a rejected occurrence is consumed like a skipped one.
 //
 // Bounds: O(n x longest token) trie steps per sentence.
+//
+// A set is always held in its serialized form, so the set built from a list at load (tokens
+// added after load) and the set a cartridge carries (HADR / HADN, docs/cartridge.md) run the same
+// code: a cartridge's set is used in place, and loading costs O(1) however many tokens it has.
+//
+//   offset  size      field
+//   0       4         n_tokens
+//   4       4         n_units: slots of the trie (0 when n_tokens is 0)
+//   8       4         blob_size: bytes of the token contents
+//   12      4         single_first_byte: the only first byte of all contents, or -1
+//   16      32        first_bytes: bitmap of the contents' first bytes
+//   48      16        reserved, 0
+//   64      16 x n    records {u32 id, u32 offset, u32 length, u32 flags} (kAdded* flags), in
+//                     de-duplicated order; content i is blob[offset, offset + length)
+//   ...     8 x u     trie units {i32 base, i32 check} (double_array.h), keys = contents
+//   ...     4 x u     trie values: record index, or -1
+//   ...     blob_size the contents
+//
+// view() checks that these sizes add up to the section (O(1)); check() (first use, once per
+// file) that every record lies inside the blob and every trie value names a record. A set that
+// passed both is read without further checks.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,22 +75,48 @@ struct AddedSplit {
   uint32_t end;
 };
 
+constexpr uint32_t kAddedSpecial = 1u, kAddedLstrip = 2u, kAddedRstrip = 4u, kAddedSingleWord = 8u,
+                   kAddedShowText = 16u;
+
+// One token of a set, as split() and its callers read it (content points into the set).
+struct AddedEntry {
+  uint32_t id;
+  std::string_view content;
+  uint32_t flags;
+  bool special() const { return flags & kAddedSpecial; }
+  bool show_text() const { return flags & kAddedShowText; }
+};
+
 class AddedTokenSet {
  public:
   AddedTokenSet() = default;
   // Contents must be non-empty; duplicates keep the first token.
   explicit AddedTokenSet(std::vector<AddedToken> tokens);
+  // The serialized form of AddedTokenSet(tokens): what a cartridge stores.
+  static std::string serialize(std::vector<AddedToken> tokens);
+  // A set over serialized bytes that outlive it (a cartridge section). Returns false, with the
+  // reason in *error, when the header's sizes do not add up to the section; O(1).
+  static bool view(std::string_view image, AddedTokenSet* out, std::string* error);
+  // The pass over the tables that view() leaves to first use; false with the reason in *error.
+  bool check(std::string* error) const;
 
-  bool empty() const { return tokens_.empty(); }
-  const AddedToken& token(size_t i) const { return tokens_[i]; }
-  size_t size() const { return tokens_.size(); }
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  AddedEntry token(size_t i) const;  // i < size()
 
   // Appends the splits of `sentence`. An empty sentence gives no splits.
   void split(std::string_view sentence, bool encode_special_tokens, std::vector<AddedSplit>& out) const;
 
  private:
-  std::vector<AddedToken> tokens_;
-  DoubleArrayData trie_;
+  struct Record {
+    uint32_t id, offset, length, flags;
+  };
+  std::shared_ptr<const std::string> owned_;  // the image of a set built from a list; null for views
+  uint32_t n_ = 0;
+  const Record* records_ = nullptr;
+  const char* blob_ = nullptr;
+  uint32_t blob_size_ = 0;
+  DoubleArrayView trie_;
   uint64_t first_bytes_[4] = {0, 0, 0, 0};
   int single_first_byte_ = -1;  // the only first byte of all tokens, or -1
 };

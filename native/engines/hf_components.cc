@@ -232,7 +232,13 @@ std::shared_ptr<const TextNormalizer> make_normalizer(const std::vector<Componen
       s.bert = BertNormalizerOptions{d.clean_text, d.handle_chinese_chars, d.strip_accents, d.lowercase};
     } else if (d.type == "Precompiled") {
       s.kind = NormStep::Kind::kPrecompiled;
-      try {
+      if (d.section_owner) {
+        try {
+          s.precompiled = std::make_shared<const PrecompiledNormalizer>(d.section, d.section_owner);
+        } catch (const std::invalid_argument& e) {
+          throw CartridgeError(std::string("its Precompiled section is damaged: ") + e.what());
+        }
+      } else try {
         s.precompiled = std::make_shared<const PrecompiledNormalizer>(d.blob);
       } catch (const std::invalid_argument& e) {
         throw UnsupportedComponent(i, std::string("precompiled_charsmap: ") + e.what());

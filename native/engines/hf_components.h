@@ -8,7 +8,9 @@
 // naming the component's index; the Python face then falls back to `tokenizers`.
 #pragma once
 
+#include <memory>
 #include <stdexcept>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,10 @@ struct ComponentDesc {
   bool split = true;                 // Metaspace
   bool clean_text = true, handle_chinese_chars = true, strip_accents = false, lowercase = true;  // BertNormalizer
   std::string blob;                  // Precompiled: the decoded precompiled_charsmap
+  // Precompiled compiled into a cartridge instead (PrecompiledNormalizer::section_image()): the
+  // section's bytes, and what keeps them mapped. A bad section is a CartridgeError, not a refusal.
+  std::string_view section;
+  std::shared_ptr<const void> section_owner;
 };
 
 std::shared_ptr<const TextNormalizer> make_normalizer(const std::vector<ComponentDesc>& chain);

@@ -52,6 +52,9 @@ constexpr uint32_t kHDTB = fourcc("HDTB");  //   bytes
 constexpr uint32_t kHDPR = fourcc("HDPR");  //   presence (1 when the id has a token)
 constexpr uint32_t kHGLU = fourcc("HGLU");  // character BPE: the glue set (hf_bpe.h), u32 code points
 constexpr uint32_t kHSCR = fourcc("HSCR");  // Unigram: f64 score per id
+constexpr uint32_t kHADR = fourcc("HADR");  // compiled added tokens (added_tokens.h): normalized=false
+constexpr uint32_t kHADN = fourcc("HADN");  //   and normalized=true, contents normalized
+constexpr uint32_t kVSTI = fourcc("VSTI");  // token strings as encodings show them, indexed by id
 
 // The byte-level alphabet: byte b is shown as this code point (GPT-2's bytes_to_unicode).
 uint32_t byte_level_char(uint8_t b) {
@@ -196,9 +199,9 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
 
 // An added token found in the text: its id, original offsets, and its string when that is not
 // the token's content (stripped whitespace included, as tokenizers shows it).
-void emit_added(const AddedToken& t, std::string_view matched, uint32_t start, uint32_t end, RawEncoding& out,
+void emit_added(const AddedEntry& t, std::string_view matched, uint32_t start, uint32_t end, RawEncoding& out,
                 uint32_t& word) {
-  if (t.show_text || matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
+  if (t.show_text() || matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
   out.push(t.id, start, end, word++);
 }
 
@@ -286,6 +289,11 @@ std::string build_hf_cartridge(const HfSource& src) {
       w.add_array(kHRID, rank_to_id, kSectionRequired);
     }
   }
+  if (src.compile_added) {
+    w.add(kHADR, AddedTokenSet::serialize(src.added_raw), kSectionRequired);
+    w.add(kHADN, AddedTokenSet::serialize(src.added_normalized), kSectionRequired);
+  }
+  for (const auto& [id, bytes] : src.extra_sections) w.add(id, bytes, kSectionRequired);
   w.add(kHFHD, std::string(reinterpret_cast<const char*>(&h), sizeof h), kSectionRequired);
   return w.finish();
 }
@@ -400,9 +408,33 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
       streaming_ = steps[0].splitter.get();
     }
   }
+  if (c.find(kVSTI) != nullptr) {
+    // {u32 n, u32 blob_size, u32 offsets[n + 1], u8 present[n], blob}: sizes checked here, each
+    // string's offsets where it is read.
+    const std::string_view v = c.bytes(kVSTI);
+    uint32_t head[2] = {0, 0};
+    if (v.size() >= 8) std::memcpy(head, v.data(), 8);
+    if (v.size() < 8 || 8 + 4 * (uint64_t{head[0]} + 1) + head[0] + head[1] != v.size()) {
+      c.fail("VSTI's size does not match its counts");
+    }
+    vsti_n_ = head[0];
+    vsti_blob_size_ = head[1];
+    vsti_offsets_ = reinterpret_cast<const uint32_t*>(v.data() + 8);
+    vsti_present_ = reinterpret_cast<const uint8_t*>(v.data() + 8 + 4 * (uint64_t{vsti_n_} + 1));
+    vsti_blob_ = reinterpret_cast<const char*>(vsti_present_ + vsti_n_);
+  }
   // Added-token ids are only copied to the output (tokens added after load lie past n_ids).
-  added_raw_ = AddedTokenSet(pipeline_.added_raw);
-  added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
+  if (pipeline_.added_from_cartridge) {
+    // Used in place: the matcher was built when the cartridge was compiled.
+    std::string error;
+    if (!AddedTokenSet::view(c.bytes(kHADR), &added_raw_, &error) ||
+        !AddedTokenSet::view(c.bytes(kHADN), &added_normalized_, &error)) {
+      c.fail(error);
+    }
+  } else {
+    added_raw_ = AddedTokenSet(pipeline_.added_raw);
+    added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
+  }
 }
 
 void HfEngine::ready() const {
@@ -437,7 +469,23 @@ void HfEngine::check_tables() const {
         if (seg.glue[i - 1] >= seg.glue[i]) c.fail("HGLU is not sorted");
       }
     }
+    // The file's compiled added tokens, whether or not this engine uses them: the file is
+    // remembered as good for every later engine over it.
+    for (const uint32_t id : {kHADR, kHADN}) {
+      if (c.find(id) == nullptr) continue;
+      AddedTokenSet set;
+      std::string error;
+      if (!AddedTokenSet::view(c.bytes(id), &set, &error) || !set.check(&error)) c.fail(error);
+    }
   }
+}
+
+bool HfEngine::token_string(uint32_t id, std::string_view* out) const {
+  if (vsti_offsets_ == nullptr || id >= vsti_n_ || !vsti_present_[id]) return false;
+  const uint32_t a = vsti_offsets_[id], b = vsti_offsets_[id + 1];
+  if (a > b || b > vsti_blob_size_) cartridge_->fail("VSTI's offsets are out of order or out of range");
+  *out = std::string_view(vsti_blob_ + a, b - a);
+  return true;
 }
 
 void HfEngine::decode_byte_level(const uint32_t* ids, size_t n, const std::vector<uint8_t>& skip,

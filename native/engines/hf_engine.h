@@ -89,6 +89,9 @@ struct HfPipeline {
   std::vector<PreTokenizerStep> pre_tokenizers;
   std::vector<AddedToken> added_raw;         // normalized=false tokens
   std::vector<AddedToken> added_normalized;  // normalized=true tokens, content normalized
+  // Use the sets compiled into the cartridge (HADR, HADN) instead of the two lists, which are then
+  // empty: set when no token was added or changed since the cartridge was written.
+  bool added_from_cartridge = false;
 };
 
 // The result of one sequence. Token strings equal the vocabulary's except for added tokens,
@@ -172,6 +175,13 @@ struct HfSource {
   // byte-level BPE only.
   std::vector<std::string> decode_bytes;
   std::vector<uint8_t> decode_present;
+  // The added tokens as the engine matches them (see HfPipeline), compiled into HADR / HADN.
+  bool compile_added = false;
+  std::vector<AddedToken> added_raw;
+  std::vector<AddedToken> added_normalized;
+  // Sections the converter prepared itself (the added tokens' JSON, Precompiled charsmaps),
+  // written as given, with the required flag.
+  std::vector<std::pair<uint32_t, std::string>> extra_sections;
 };
 
 // Builds the cartridge image. Throws std::invalid_argument on inconsistent input.
@@ -197,7 +207,8 @@ class HfEngine {
   // the Python binding calls it on first use, C++ callers call it themselves.
   void ready() const;
   // The O(n_ids) checks ready() runs (once per file identity): HRID ids in range, the nested
-  // tiktoken tables, decode offsets in order, HGLU sorted.
+  // tiktoken tables, decode offsets in order, HGLU sorted, the compiled added tokens (HADR, HADN)
+  // inside their sections.
   void check_tables() const;
 
   const Cartridge& cartridge() const { return *cartridge_; }
@@ -207,6 +218,14 @@ class HfEngine {
   uint32_t n_ids() const { return model_->n_ids(); }
   bool has_fast_path() const { return bpe_ && bpe_->has_fast_path(); }
   bool is_byte_level() const { return kind_ == HfModelKind::kBpeBytes; }
+
+  // The string encodings show for `id` (VSTI: the model's token, else the added token's text),
+  // read in place so that the first encode after a load parses no vocabulary. Returns false when
+  // the cartridge has no VSTI (has_token_strings()) or `id` has no string. Each read is checked
+  // against the section (CartridgeError on a damaged one).
+  bool token_string(uint32_t id, std::string_view* out) const;
+  bool has_token_strings() const { return vsti_offsets_ != nullptr; }
+  uint32_t token_string_count() const { return vsti_n_; }
 
   // ByteLevel decoding (byte-level cartridges only): appends the bytes of every id that has a
   // token, skipping ids whose `skip` entry is 1 (skip may be empty). Ids without a token are
@@ -263,6 +282,11 @@ class HfEngine {
   const uint8_t* decode_bytes_ = nullptr;
   const uint8_t* decode_present_ = nullptr;
   const uint32_t* rank_to_id_ = nullptr;  // HRID, fast_->n_ids() entries
+  const uint32_t* vsti_offsets_ = nullptr;  // VSTI: vsti_n_ + 1 offsets into vsti_blob_
+  const uint8_t* vsti_present_ = nullptr;
+  const char* vsti_blob_ = nullptr;
+  uint32_t vsti_n_ = 0;
+  uint32_t vsti_blob_size_ = 0;
   FirstUse first_use_;
 };
 

@@ -19,6 +19,7 @@
 #include "engines/hf_engine.h"
 #include "core/parallel.h"
 #include "text/normalize.h"
+#include "text/precompiled.h"
 #include "text/pretokenize.h"
 #include "engines/piece_batch.h"
 #include "engines/tiktoken_engine.h"
@@ -508,16 +509,33 @@ BatchLayout layout_from(const HfBatch& b, const Int64Array& keep, bool keep_tail
 class PyHfEngine {
  public:
   PyHfEngine(const py::object& source, const py::list& normalizers, const py::list& pre_tokenizers,
-             const py::list& added_raw, const py::list& added_normalized) {
+             const py::object& added_raw, const py::object& added_normalized) {
+    // `source`: a path, or a Cartridge the face already opened (to read META) -- one open per load.
+    std::shared_ptr<const Cartridge> c = py::isinstance<py::str>(source)
+                                             ? Cartridge::open(py::cast<std::string>(source))
+                                             : py::cast<std::shared_ptr<Cartridge>>(source);
     std::vector<ComponentDesc> norms;
-    for (py::handle h : normalizers) norms.push_back(component_from(py::reinterpret_borrow<py::dict>(h)));
+    for (py::handle h : normalizers) {
+      const py::dict d = py::reinterpret_borrow<py::dict>(h);
+      norms.push_back(component_from(d));
+      if (d.contains("charsmap_section")) {
+        // A Precompiled normalizer compiled into the cartridge: read in place.
+        const std::string id = py::cast<std::string>(d["charsmap_section"]);
+        if (id.size() != 4) c->fail("META names a Precompiled section with a bad id");
+        char name[5] = {id[0], id[1], id[2], id[3], 0};
+        norms.back().section = c->bytes(fourcc(name));
+        norms.back().section_owner = c;
+      }
+    }
     HfPipeline p;
     // Errors name the component as "normalizers[i]" / "pre_tokenizers[i]" (indexes into the flat
     // lists the converter stored), so the Python face can report its JSON path.
     try {
-      p.normalizer = make_normalizer(norms);
+      guard_mapped_reads(c->label(), [&] { p.normalizer = make_normalizer(norms); });
     } catch (const UnsupportedComponent& e) {
       throw UnsupportedComponent(e.index(), "normalizers[" + std::to_string(e.index()) + "]: " + e.what());
+    } catch (const CartridgeError& e) {
+      c->fail(e.what());
     }
     size_t i = 0;
     for (py::handle h : pre_tokenizers) {
@@ -528,12 +546,12 @@ class PyHfEngine {
       }
       ++i;
     }
-    p.added_raw = added_from(added_raw);
-    p.added_normalized = added_from(added_normalized);
-    // `source`: a path, or a Cartridge the face already opened (to read META) -- one open per load.
-    std::shared_ptr<const Cartridge> c = py::isinstance<py::str>(source)
-                                             ? Cartridge::open(py::cast<std::string>(source))
-                                             : py::cast<std::shared_ptr<Cartridge>>(source);
+    // None, None: the added tokens compiled into the cartridge (HADR / HADN).
+    p.added_from_cartridge = added_raw.is_none() && added_normalized.is_none();
+    if (!p.added_from_cartridge) {
+      p.added_raw = added_from(py::reinterpret_borrow<py::list>(added_raw));
+      p.added_normalized = added_from(py::reinterpret_borrow<py::list>(added_normalized));
+    }
     guard_mapped_reads(c->label(), [&] { engine_ = std::make_shared<const HfEngine>(c, std::move(p)); });
   }
   // As PyEngine: every use runs the checks deferred from load first (HfEngine::ready).
@@ -689,6 +707,19 @@ void bind_hf(py::module_& m) {
         src.decode_bytes.emplace_back(h.is_none() ? std::string() : std::string(bytes_view(h)));
       }
     }
+    if (!get("added_raw").is_none()) {
+      src.compile_added = true;
+      src.added_raw = added_from(py::reinterpret_borrow<py::list>(model["added_raw"]));
+      src.added_normalized = added_from(py::reinterpret_borrow<py::list>(model["added_normalized"]));
+    }
+    if (!get("sections").is_none()) {
+      for (auto item : py::reinterpret_borrow<py::dict>(model["sections"])) {
+        const std::string id = py::cast<std::string>(item.first);
+        if (id.size() != 4) throw py::value_error("section ids have four characters, not '" + id + "'");
+        char name[5] = {id[0], id[1], id[2], id[3], 0};
+        src.extra_sections.emplace_back(fourcc(name), std::string(bytes_view(item.second)));
+      }
+    }
     std::string image;
     {
       py::gil_scoped_release release;
@@ -705,7 +736,17 @@ void bind_hf(py::module_& m) {
   "Compiles a tokenizer.json (already planned by conversion/hf_json.py) into a cartridge image. `model`: kind "
   "(bpe_bytes, bpe_chars, wordpiece, unigram, wordlevel), byte_tokens [(bytes, id)], merges [(left, right, "
   "merged)], scores, n_ids, unk_id, fuse_unk, ignore_merges, byte_fallback, prefix, suffix, "
-  "max_input_chars_per_word.");
+  "max_input_chars_per_word; optionally added_raw / added_normalized (rows as HfEngine takes them: compiled "
+  "into HADR / HADN) and sections {id: bytes} written as given.");
+
+  m.def("precompiled_section", [](const py::bytes& charsmap) {
+    try {
+      return py::bytes(PrecompiledNormalizer(std::string(bytes_view(charsmap))).section_image());
+    } catch (const std::invalid_argument& e) {
+      throw py::value_error(e.what());
+    }
+  }, py::arg("charsmap"),
+  "What a cartridge stores for a Precompiled normalizer: its lookup bitmaps, then the decoded charsmap.");
 
   m.def("hf_normalize", [](const py::list& normalizers, const py::str& text) {
     std::vector<ComponentDesc> descs;
@@ -819,9 +860,10 @@ void bind_hf(py::module_& m) {
       "padding; empties the batch (every document's raw encoding is freed as it is written).");
 
   py::class_<PyHfEngine>(m, "HfEngine")
-      .def(py::init<const py::object&, const py::list&, const py::list&, const py::list&, const py::list&>(),
+      .def(py::init<const py::object&, const py::list&, const py::list&, const py::object&, const py::object&>(),
            py::arg("cartridge"), py::arg("normalizers"), py::arg("pre_tokenizers"), py::arg("added_raw"),
-           py::arg("added_normalized"))
+           py::arg("added_normalized"),
+           "added_raw and added_normalized both None: use the added tokens compiled into the cartridge.")
       .def("info", [](const PyHfEngine& pe) { return cartridge_info(pe.unchecked().cartridge()); })
       .def("ready", [](const PyHfEngine& pe) { (void)*pe; }, "Runs the checks deferred from load now (ValueError on a damaged file).")
       .def_property_readonly("n_ids", [](const PyHfEngine& pe) { return pe.unchecked().n_ids(); })
@@ -829,6 +871,30 @@ void bind_hf(py::module_& m) {
                              "Whether the model is byte-level BPE (the cartridge then has the ByteLevel decode table).")
       .def_property_readonly("has_fast_path", [](const PyHfEngine& pe) { return pe.unchecked().has_fast_path(); },
                              "True when the merge list runs on the linear-time backtracking encoder.")
+      .def("token_string", [](const PyHfEngine& pe, int64_t id) -> py::object {
+        const HfEngine& e = *pe;
+        if (id < 0 || id >= e.token_string_count()) throw py::index_error("token id out of range");
+        std::string_view s;
+        if (!e.token_string(static_cast<uint32_t>(id), &s)) return py::none();
+        return py::str(s.data(), s.size());
+      }, "The string encodings show for id, from the cartridge's VSTI (None where the id has none).")
+      .def("token_strings", [](const PyHfEngine& pe, const py::list& ids) {
+        const HfEngine& e = *pe;
+        py::list out(ids.size());
+        size_t k = 0;
+        for (py::handle h : ids) {
+          const int64_t id = py::cast<int64_t>(h);
+          if (id < 0 || id >= e.token_string_count()) throw py::index_error("token id out of range");
+          std::string_view s;
+          out[k++] = e.token_string(static_cast<uint32_t>(id), &s) ? py::object(py::str(s.data(), s.size()))
+                                                                   : py::object(py::none());
+        }
+        return out;
+      }, "token_string for each id of a list.")
+      .def_property_readonly("token_string_count", [](const PyHfEngine& pe) {
+        return pe.unchecked().has_token_strings() ? py::object(py::int_(pe.unchecked().token_string_count()))
+                                                  : py::object(py::none());
+      }, "How many ids VSTI covers; None when the cartridge has no VSTI.")
       .def("section", [](const PyHfEngine& pe, const std::string& id) {
         if (id.size() != 4) throw py::value_error("section ids have 4 characters");
         const uint32_t f = static_cast<uint32_t>(static_cast<uint8_t>(id[0])) | static_cast<uint32_t>(static_cast<uint8_t>(id[1])) << 8 |

@@ -257,32 +257,9 @@ class Emitter {
 // The charsmap
 // ---------------------------------------------------------------------------------------------
 PrecompiledNormalizer::PrecompiledNormalizer(std::string blob) {
-  const auto* b = reinterpret_cast<const unsigned char*>(blob.data());
-  if (blob.size() < 4) {
-    throw std::invalid_argument("precompiled_charsmap has " + std::to_string(blob.size()) +
-                                " bytes, fewer than the 4 of its trie-size header: not a SentencePiece charsmap "
-                                "(tokenizers rejects it too)");
-  }
-  const uint64_t units = le32(b) / 4;
-  if (4 + units * 4 > blob.size()) {
-    throw std::invalid_argument("precompiled_charsmap announces a trie of " + std::to_string(le32(b)) +
-                                " bytes but only " + std::to_string(blob.size() - 4) +
-                                " follow: the charsmap is truncated");
-  }
-  units_.resize(units);
-  for (uint64_t i = 0; i < units; ++i) units_[i] = le32(b + 4 + 4 * i);
-  normalized_ = blob.substr(4 + units * 4);
-  const auto* s = reinterpret_cast<const uint8_t*>(normalized_.data());
-  for (size_t i = 0; i < normalized_.size();) {
-    const utf8::Decoded d = utf8::decode(s + i, s + normalized_.size());
-    if (d.cp == utf8::kInvalid) {
-      throw std::invalid_argument("precompiled_charsmap's replacement strings are not valid UTF-8 (byte " +
-                                  std::to_string(i) + " of " + std::to_string(normalized_.size()) +
-                                  "): the charsmap is corrupt");
-    }
-    i += d.len;
-  }
-  for (uint8_t c = 0; c < 128; ++c) ascii_[c] = lookup(&c, 1);
+  auto owned = std::make_shared<Owned>();
+  owned->blob = std::move(blob);
+  parse(owned->blob);
   for (uint32_t cp = 0; cp < 0x10000; ++cp) {
     if (cp >= 0xD800 && cp < 0xE000) continue;
     uint8_t buf[3];
@@ -299,16 +276,68 @@ PrecompiledNormalizer::PrecompiledNormalizer(std::string blob) {
     }
     const Lookup r = lookup(buf, len);
     if (r.hit != Hit::kNone) continue;
-    quiet_[cp >> 6] |= uint64_t{1} << (cp & 63);
-    if (r.left) dead_[cp >> 6] |= uint64_t{1} << (cp & 63);
+    owned->quiet[cp >> 6] |= uint64_t{1} << (cp & 63);
+    if (r.left) owned->dead[cp >> 6] |= uint64_t{1} << (cp & 63);
   }
+  quiet_ = owned->quiet.data();
+  dead_ = owned->dead.data();
+  keep_ = std::move(owned);
+}
+
+PrecompiledNormalizer::PrecompiledNormalizer(std::string_view section, std::shared_ptr<const void> owner)
+    : keep_(std::move(owner)) {
+  if (section.size() < kBitmapBytes) {
+    throw std::invalid_argument("the Precompiled section is shorter than its bitmaps");
+  }
+  quiet_ = reinterpret_cast<const uint64_t*>(section.data());
+  dead_ = reinterpret_cast<const uint64_t*>(section.data() + kBitmapBytes / 2);
+  parse(section.substr(kBitmapBytes));
+}
+
+std::string PrecompiledNormalizer::section_image() const {
+  std::string out(reinterpret_cast<const char*>(quiet_), kBitmapBytes / 2);
+  out.append(reinterpret_cast<const char*>(dead_), kBitmapBytes / 2);
+  out.append(blob_);
+  return out;
+}
+
+void PrecompiledNormalizer::parse(std::string_view blob) {
+  const auto* b = reinterpret_cast<const unsigned char*>(blob.data());
+  if (blob.size() < 4) {
+    throw std::invalid_argument("precompiled_charsmap has " + std::to_string(blob.size()) +
+                                " bytes, fewer than the 4 of its trie-size header: not a SentencePiece charsmap "
+                                "(tokenizers rejects it too)");
+  }
+  const uint64_t units = le32(b) / 4;
+  if (4 + units * 4 > blob.size()) {
+    throw std::invalid_argument("precompiled_charsmap announces a trie of " + std::to_string(le32(b)) +
+                                " bytes but only " + std::to_string(blob.size() - 4) +
+                                " follow: the charsmap is truncated");
+  }
+  blob_ = blob;
+  // Read in place: the blob starts 4-byte aligned (a cartridge section, or a heap string) and
+  // cartridges are little-endian like every host the engine builds for.
+  units_ = reinterpret_cast<const uint32_t*>(blob.data() + 4);
+  n_units_ = units;
+  normalized_ = blob.substr(4 + units * 4);
+  const auto* s = reinterpret_cast<const uint8_t*>(normalized_.data());
+  for (size_t i = 0; i < normalized_.size();) {
+    const utf8::Decoded d = utf8::decode(s + i, s + normalized_.size());
+    if (d.cp == utf8::kInvalid) {
+      throw std::invalid_argument("precompiled_charsmap's replacement strings are not valid UTF-8 (byte " +
+                                  std::to_string(i) + " of " + std::to_string(normalized_.size()) +
+                                  "): the charsmap is corrupt");
+    }
+    i += d.len;
+  }
+  for (uint8_t c = 0; c < 128; ++c) ascii_[c] = lookup(&c, 1);
 }
 
 // spm_precompiled's common_prefix_search, keeping its first result (the shortest key that is a
 // prefix of `key`), and its string, as Precompiled::transform slices it. Every index tokenizers
 // would take out of range is reported as kPanic, also after a first result was found.
 PrecompiledNormalizer::Lookup PrecompiledNormalizer::lookup(const uint8_t* key, size_t len) const {
-  const uint64_t size = units_.size();
+  const uint64_t size = n_units_;
   if (size == 0) return {Hit::kPanic, 0, 0, false};
   auto offset = [](uint64_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); };
   uint64_t node = offset(units_[0]);
@@ -451,7 +480,7 @@ void PrecompiledNormalizer::normalize(NormalizedText& t) const {
       w.emplace(t);
     }
     w->keep(done, start);
-    w->replace(old_chars, std::string_view(normalized_).substr(r.off, r.len));
+    w->replace(old_chars, normalized_.substr(r.off, r.len));
     done = end;
     return true;
   };

@@ -57,12 +57,17 @@
 // emits its pairs through the same positional rules. The slow twin, normalize_reference(), builds
 // tokenizers' pair list for the whole text and calls transform_chars: the test oracle.
 //
+// A cartridge stores the bitmaps beside the blob (section_image(), META format 3's HNnn sections), so
+// a load reads both in place: no 65536 walks, no copy, only the strings' UTF-8 check and the 128
+// ASCII lookups.
+//
 // Bounds: linear in the text (a cluster is walked once; the trie walk reads at most 5 bytes per
-// cluster and 4 per char); memory is the output text and alignments. The object holds the decoded
-// units and strings (about the blob's size) and 16 KB of bitmaps.
+// cluster and 4 per char); memory is the output text and alignments. Built from a blob, the object
+// holds a copy of it and 16 KB of bitmaps; over a section, nothing but pointers into it.
 #pragma once
 
 #include <array>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -78,6 +83,15 @@ class PrecompiledNormalizer {
   // wrong, on a blob tokenizers rejects (shorter than 4 bytes, a trie longer than the blob, strings
   // that are not UTF-8).
   explicit PrecompiledNormalizer(std::string blob);
+  // The normalizer over a cartridge's Precompiled section (section_image() of the same blob),
+  // read in place: no bitmap is recomputed, so building it costs the strings' UTF-8 check and 128
+  // lookups. `owner` keeps the section's bytes alive. Throws std::invalid_argument as above, and
+  // when the section is shorter than its bitmaps; wrong bitmaps give wrong text, never a bad read.
+  PrecompiledNormalizer(std::string_view section, std::shared_ptr<const void> owner);
+  // What a cartridge stores for this normalizer: the quiet and dead bitmaps (8 KiB each, u64 words,
+  // bit c of word c / 64 for code point c), then the charsmap blob.
+  std::string section_image() const;
+  static constexpr size_t kBitmapBytes = 2 * 1024 * 8;
 
   // True only when normalize() would leave text and alignments unchanged: no key matches anywhere
   // (false as soon as one does, even a key whose string equals what it replaces, and wherever
@@ -100,6 +114,12 @@ class PrecompiledNormalizer {
   };
   enum class Scan : uint8_t { kDone, kStopped, kPanic };
 
+  struct Owned {
+    std::string blob;
+    std::array<uint64_t, 1024> quiet{};
+    std::array<uint64_t, 1024> dead{};
+  };
+  void parse(std::string_view blob);  // units, strings (UTF-8 checked) and the ASCII table
   Lookup lookup(const uint8_t* key, size_t len) const;
   template <class Sink>
   Scan scan(std::string_view text, Sink& sink) const;
@@ -109,12 +129,15 @@ class PrecompiledNormalizer {
   bool quiet(uint32_t cp) const { return cp < 0x10000 && (quiet_[cp >> 6] >> (cp & 63)) & 1; }
   bool dead(uint32_t cp) const { return cp < 0x10000 && (dead_[cp >> 6] >> (cp & 63)) & 1; }
 
-  std::vector<uint32_t> units_;
-  std::string normalized_;
+  std::shared_ptr<const void> keep_;  // what the views below point into
+  std::string_view blob_;
+  const uint32_t* units_ = nullptr;
+  uint64_t n_units_ = 0;
+  std::string_view normalized_;
   // What a one-byte ASCII cluster becomes: hit is kNone (kept), kFound (replaced) or kPanic.
   std::array<Lookup, 128> ascii_{};
-  std::array<uint64_t, 1024> quiet_{};
-  std::array<uint64_t, 1024> dead_{};
+  const uint64_t* quiet_ = nullptr;  // 1024 words each
+  const uint64_t* dead_ = nullptr;
 };
 
 }  // namespace crayon

@@ -85,19 +85,13 @@ class UnsupportedComponent(ValueError): ...
 RawEncoding = tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.int64], list[tuple[int, str]]]
 
 def build_hf_cartridge(
-    byte_tokens: list[tuple[bytes, int]],
-    merges: list[tuple[int, int, int]],
-    n_ids: int,
-    unk_id: int,
-    fuse_unk: bool,
-    ignore_merges: bool,
-    prefix: bytes,
-    suffix: bytes,
+    model: dict[str, Any],
     meta_json: str,
     tokenizer_json: bytes,
     vocab_strings: bytes,
-    decode_bytes: list[bytes | None],
+    decode_bytes: list[bytes | None] | None,
 ) -> bytes: ...
+def precompiled_section(charsmap: bytes) -> bytes: ...
 def hf_normalize(normalizers: list[dict[str, Any]], text: str) -> str: ...
 def int_list(values: npt.NDArray[np.int64]) -> list[int]: ...
 
@@ -107,13 +101,17 @@ class HfEngine:
         cartridge: str | Cartridge,
         normalizers: list[dict[str, Any]],
         pre_tokenizers: list[dict[str, Any]],
-        added_raw: list[tuple[int, str, bool, bool, bool, bool]],
-        added_normalized: list[tuple[int, str, bool, bool, bool, bool]],
+        added_raw: list[tuple[int, str, bool, bool, bool, bool, bool]] | None,
+        added_normalized: list[tuple[int, str, bool, bool, bool, bool, bool]] | None,
     ) -> None: ...
     @property
     def n_ids(self) -> int: ...
     @property
     def has_fast_path(self) -> bool: ...
+    @property
+    def token_string_count(self) -> int | None: ...
+    def token_string(self, id: int) -> str | None: ...
+    def token_strings(self, ids: list[int]) -> list[str | None]: ...
     def ready(self) -> None:
         """Runs the checks deferred from load (checksum, table checks) now; ValueError on a damaged file."""
     def info(self) -> dict[str, Any]: ...

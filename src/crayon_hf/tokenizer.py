@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["Tokenizer", "AddedToken", "Encoding", "BatchArrays"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 10
+_CACHE_GENERATION = 11
 _MAGIC = b"CRAYONHF"
 
 
@@ -192,7 +192,9 @@ class Tokenizer:
         self._cartridge = None
         self._image = None
         self._vocab_cache = None
-        self._shadowed = {}
+        self._shadowed_cache = {}
+        self._added_list = None
+        self._file_added_cache = None
         self._skip_cache = None
         self._encode_special_tokens = False
         self._truncation = None
@@ -323,13 +325,16 @@ class Tokenizer:
                 "load tiktoken cartridges with crayon_hf.tiktoken.Encoding.from_cartridge"
             )
         meta = json.loads((cartridge.section("META") or b"{}").decode("utf-8"))
-        if (meta.get("engine"), meta.get("format")) not in (("hf", 2), ("hf_bpe", 1)):
+        if (meta.get("engine"), meta.get("format")) not in (("hf", 3), ("hf", 2), ("hf_bpe", 1)):
             raise ValueError(
                 f"{path}: unsupported tokenizer.json cartridge layout (engine {meta.get('engine')!r}, "
                 f"format {meta.get('format')!r}); rebuild it with `crayon convert tokenizer.json -o {path}`"
             )
         self._meta = meta
-        self._added = [dict(t) for t in meta["added_tokens"]]
+        # Read from the file when first needed (HADJ or, before META format 3, META itself): the
+        # engine matches added tokens from the cartridge's compiled sets without them.
+        self._added_list = None
+        self._file_added_cache = None
         self._processor = build_post_processor(meta["post_processor"])
         self._decoder = build_decoder(meta["decoder"])
         self._truncation = TruncationParams.from_json(meta["truncation"])
@@ -484,35 +489,77 @@ class Tokenizer:
 
     def _normalize_for_match(self, content: str) -> str:
         """An added token's content as the normalizer leaves it: normalized tokens are matched in
-        normalized text, so their contents are normalized once, at load, with the same chain."""
+        normalized text, so their contents are normalized with the same chain (when the cartridge
+        was compiled, and again here only for tokens added since)."""
         if not self._meta["normalizers"]:
             return content
         from crayon_hf._native import native
 
         return native.hf_normalize(self._components("normalizers"), content)
 
-    def _components(self, kind: str) -> list[dict[str, Any]]:
-        from crayon_hf.conversion.hf_json import engine_components
+    def _components(self, kind: str, in_place: bool = False) -> list[dict[str, Any]]:
+        """META's components as the native side takes them. `in_place`: for HfEngine, which reads a
+        compiled Precompiled section from the cartridge itself; else its charsmap is read here."""
+        from crayon_hf._hf.pipeline import engine_components
 
-        return engine_components(self._meta[kind])
+        return engine_components(self._meta[kind], None if in_place else self._cartridge.section)
+
+    @property
+    def _added(self) -> list[dict[str, Any]]:
+        """The added tokens as tokenizer.json lists them, with any added or changed since load."""
+        if self._added_list is None:
+            self._added_list = [dict(t) for t in self._file_added_tokens()]
+        return self._added_list
+
+    @_added.setter
+    def _added(self, value: list[dict[str, Any]]) -> None:
+        self._added_list = value
+
+    def _file_added_tokens(self) -> list[dict[str, Any]]:
+        """The added tokens the cartridge was compiled with (never modified)."""
+        if self._file_added_cache is None:
+            if "added_tokens" in self._meta:  # META format 2 and older
+                self._file_added_cache = self._meta["added_tokens"]
+            else:
+                text = self._cartridge.section("HADJ")
+                if text is None:
+                    raise ValueError(f"{self._cartridge.label}: section HADJ (the added tokens) is missing; "
+                                     "rebuild the cartridge with `crayon convert`")
+                self._file_added_cache = json.loads(text)
+        return self._file_added_cache
+
+    @property
+    def _shadowed(self) -> dict[int, str]:
+        """{id: the model's string} for added tokens whose id the model gives another string; read
+        from the vocabulary (VSTR) when first needed, never at load."""
+        if self._shadowed_cache is None:
+            from crayon_hf._hf.pipeline import added_token_rows
+
+            _, _, self._shadowed_cache = added_token_rows(self._added, self._normalize_for_match,
+                                                          self._model_strings())
+        return self._shadowed_cache
 
     def _build_engine(self) -> None:
         from crayon_hf._native import native
+        from crayon_hf._hf.pipeline import added_token_rows, sentencepiece_shortcut
 
-        raw, normed = [], []
-        model = self._model_strings()
-        self._shadowed = {}  # id -> model string, for added tokens whose id the model gives another string
-        for t in self._added:
-            text = self._normalize_for_match(t["content"]) if t.get("normalized", True) else t["content"]
-            shadow = t["id"] < len(model) and model[t["id"]] is not None and model[t["id"]] != text
-            if shadow:
-                self._shadowed[t["id"]] = model[t["id"]]
-            row = (t["id"], text, t["special"], t["lstrip"], t["rstrip"], t["single_word"], shadow)
-            (normed if t.get("normalized", True) else raw).append(row)
-        from crayon_hf.conversion.hf_json import sentencepiece_shortcut
-
-        normalizers, pre_tokenizers = self._components("normalizers"), self._meta["pre_tokenizers"]
-        shortcut = None if normed else sentencepiece_shortcut(normalizers, pre_tokenizers)
+        # Whether tokens were added (or their flags changed) since load: an overlay over the file.
+        self._overlay = self._added_list is not None and self._added_list != self._file_added_tokens()
+        if not self._overlay and "HADR" in self._cartridge.section_ids:
+            # The matchers compiled into the cartridge: nothing here depends on their size.
+            raw = normed = None
+            count = self._meta.get("n_added_normalized")
+            if not isinstance(count, int):
+                raise ValueError(f"{self._cartridge.label}: META does not say how many added tokens are normalized; "
+                                 "rebuild the cartridge with `crayon convert`")
+            any_normalized = count > 0
+            self._shadowed_cache = None
+        else:
+            raw, normed, self._shadowed_cache = added_token_rows(self._added, self._normalize_for_match,
+                                                                 self._model_strings())
+            any_normalized = bool(normed)
+        normalizers, pre_tokenizers = self._components("normalizers", in_place=True), self._meta["pre_tokenizers"]
+        shortcut = None if any_normalized else sentencepiece_shortcut(normalizers, pre_tokenizers)
         if shortcut is not None:
             normalizers, pre_tokenizers = shortcut
         self._engine = native.HfEngine(self._cartridge, normalizers, pre_tokenizers, raw, normed)
@@ -521,8 +568,6 @@ class Tokenizer:
         self._skip_cache = None
         self._skip_mask_cache = None
         self._lazy = None
-        # Whether tokens were added (or their flags changed) since load: an overlay over the file.
-        self._overlay = self._added != self._meta["added_tokens"]
 
     # ------------------------------------------------------------------ identity
 
@@ -1247,15 +1292,46 @@ def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:
 
 
 class _LazyVocab(Sequence):
-    """Token strings by id, materialised from the cartridge on first access."""
+    """Token strings by id, as encodings show them.
 
-    __slots__ = ("_tok",)
+    Right after a load they are read one by one from the cartridge (VSTI), so the first encode
+    parses no vocabulary; once the lookups add up to half the vocabulary the whole list is built
+    (`Tokenizer._token_strings`, from VSTR) and indexed instead, the cheaper way for a long run.
+    Both give the same strings. Tokens added after load (an overlay) always use the list."""
+
+    __slots__ = ("_tok", "_native", "_budget")
 
     def __init__(self, tok: Tokenizer) -> None:
         self._tok = tok
+        count = None if tok._overlay else tok._engine.token_string_count
+        self._native = tok._engine if count is not None else None
+        self._budget = (count or 0) // 2
 
     def __getitem__(self, i):  # type: ignore[override]
+        if self._native is not None and type(i) is int and i >= 0:
+            self._budget -= 1
+            native = self._native
+            if self._budget < 0:
+                self._native = None
+            return native.token_string(i)
         return self._tok._token_strings()[i]
 
+    def lookup(self, ids: list[int]) -> list[str | None]:
+        """The strings of `ids` (all >= 0), in one call."""
+        native = self._native
+        if native is not None:
+            self._budget -= len(ids)
+            if self._budget >= 0:
+                return native.token_strings(ids)
+            self._native = None
+        strings = self._tok._token_strings()
+        return [strings[i] for i in ids]
+
+    def __iter__(self):  # type: ignore[override]
+        # A pass over every id (whole-vocabulary tables) is what the full list is for.
+        return iter(self._tok._token_strings())
+
     def __len__(self) -> int:
+        if self._native is not None:
+            return self._native.token_string_count
         return len(self._tok._token_strings())

@@ -241,7 +241,9 @@ class Encoding:
         for r, a, b in zip(results, bounds, bounds[1:]):
             texts = r[3]
             if texts:
-                tokens = [vocab[i] for i in r[0].tolist()]
+                ids = r[0].tolist()
+                lookup = getattr(vocab, "lookup", None)
+                tokens = lookup(ids) if lookup is not None else [vocab[i] for i in ids]
                 for i, t in texts:
                     tokens[i] = t
                 out.append(new(m[:, a:b], tokens, None))
@@ -354,7 +356,10 @@ class Encoding:
         if cached is None:
             vocab = self._vocab
             assert vocab is not None
-            cached = self._cache["tokens"] = list(map(vocab.__getitem__, self._row_list(ID)))
+            ids = self._row_list(ID)
+            # A vocabulary that can look many ids up at once (the tokenizers face's) does so.
+            lookup = getattr(vocab, "lookup", None)
+            cached = self._cache["tokens"] = lookup(ids) if lookup is not None else list(map(vocab.__getitem__, ids))
         return cached
 
     def _word_list(self) -> list[int | None]:
