@@ -1023,9 +1023,9 @@ bool HfEngine::mark_pieces(std::string_view text, bool encode_special_tokens, ui
       next = s.end;
       const std::string_view seg = part.substr(s.start, s.end - s.start);
       if (s.token >= 0) {
-        const AddedToken& t = set.token(static_cast<size_t>(s.token));
+        const AddedEntry t = set.token(static_cast<size_t>(s.token));
         marks[at + s.start] = kMarkSpecial;
-        added.emplace_back(static_cast<uint32_t>(at + s.start), HfAddedAt{t.id, s.end - s.start, t.show_text || seg != t.content});
+        added.emplace_back(static_cast<uint32_t>(at + s.start), HfAddedAt{t.id, s.end - s.start, t.show_text() || seg != t.content});
       } else if (!text_part(seg, at + s.start)) {
         return false;
       }
