@@ -10,8 +10,8 @@ import pickle
 import numpy as np
 import pytest
 
-from support import (NATIVE_FOLDERS, VOCAB, corpus_files, corpus_text, random_slices, require_module,
-                     require_shared, short_docs)
+from support import (NATIVE_FOLDERS, VOCAB, child_python, corpus_files, corpus_text, random_slices,
+                     require_module, require_shared, short_docs)
 
 _LOADED: dict[str, tuple[object, object]] = {}
 
@@ -186,3 +186,38 @@ def test_truncation_aware_batch_equals_stock(folder, max_length):
             assert got.encodings[i].ids == want.encodings[i].ids
             assert got.encodings[i].offsets == want.encodings[i].offsets
             assert [o.ids for o in got.encodings[i].overflowing] == [o.ids for o in want.encodings[i].overflowing]
+
+
+@pytest.mark.parametrize("folder", ["qwen2_5", "llama3_1", "bert_base_uncased"])
+def test_ids_only_encode_never_imports_numpy(folder, tmp_path):
+    # Importing numpy costs more than importing crayon-hf and loading a cartridge together; a fresh
+    # process that loads a cartridge and reads ids (and decodes) must not pay it. Reading offsets
+    # may import it (the full encoding is a numpy matrix).
+    import json
+    import subprocess
+    import sys
+
+    from crayon_hf import Tokenizer
+
+    cartridge = tmp_path / "t.dat"
+    Tokenizer.from_file(str(require_shared(VOCAB / "hf" / folder / "tokenizer.json"))).save_cartridge(str(cartridge))
+    script = (
+        "import json, sys\n"
+        "from crayon_hf import Tokenizer\n"
+        f"tok = Tokenizer.from_file({str(cartridge)!r})\n"
+        "enc = tok.encode('Hello world, a first encode in a fresh process.')\n"
+        "ids = enc.ids\n"
+        "batch = [e.ids for e in tok.encode_batch(['one', 'two documents'])]\n"
+        "text = tok.decode(ids)\n"
+        "before = 'numpy' in sys.modules\n"
+        "offsets = enc.offsets\n"
+        "print(json.dumps({'numpy': before, 'ids': ids, 'batch': batch, 'text': text, 'offsets': offsets}))\n"
+    )
+    out = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                    **child_python()).stdout)
+    assert out["numpy"] is False
+    tok = Tokenizer.from_file(str(cartridge))
+    enc = tok.encode("Hello world, a first encode in a fresh process.")
+    assert out["ids"] == enc.ids and out["text"] == tok.decode(enc.ids)
+    assert [tuple(o) for o in out["offsets"]] == enc.offsets
+    assert out["batch"] == [e.ids for e in tok.encode_batch(["one", "two documents"])]

@@ -25,7 +25,6 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
-import numpy as np
 
 from crayon_hf import _cache as cache
 from crayon_hf._cache import atomic_write, cache_dir, store
@@ -35,7 +34,13 @@ from crayon_hf._hf.encoding import Encoding
 from crayon_hf._hf.errors import UnsupportedComponent
 from crayon_hf._hf.postprocess import PaddingParams, TruncationParams, pad_encodings, post_process
 from crayon_hf._hf.processors import build_post_processor
+from crayon_hf._lazy_numpy import is_ndarray, lazy_numpy
 from crayon_hf._threads import default_threads
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())
 
 if TYPE_CHECKING:
     from crayon_hf.streaming import EncodeStream
@@ -1270,7 +1275,7 @@ def _without_offsets(raw: Encoding, type_id: int) -> Encoding:
 
 def _batch_item(x: Any, is_pretokenized: bool) -> tuple[Any, Any]:
     """One input of `encode_batch` as (sequence, pair or None), with tokenizers' type errors."""
-    if isinstance(x, np.ndarray):
+    if is_ndarray(x):
         # A row of a 2-D numpy array of str: (text, pair), or the words of a pre-tokenized input.
         x = x.tolist()
     if not is_pretokenized:

@@ -18,14 +18,18 @@ need, fixed padding shorter than a sequence): the caller then takes the per-docu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from crayon_hf._hf.encoding import ATTN, END, ID, START, Encoding
 from crayon_hf._native import native
 from crayon_hf._hf.postprocess import _USIZE_MOD, PaddingParams, TruncationParams, post_process
 from crayon_hf._hf.processors import _vocab_space_counts
+from crayon_hf._lazy_numpy import lazy_numpy
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())
 
 _ROWS = 7
 _NO_TRUNCATION = 1 << 62  # a usize "max_length" that wrapped around: nothing is ever that long
@@ -141,7 +145,15 @@ class LazyEncodings(Sequence):
         return (list, (list(self),))
 
 
-_NO_BLOCK = np.zeros((_ROWS, 0), dtype=np.int64)
+_NO_BLOCK_M: Any = None
+
+
+def _no_block() -> np.ndarray:
+    """An empty (7, 0) block, made on first use (numpy is imported lazily)."""
+    global _NO_BLOCK_M
+    if _NO_BLOCK_M is None:
+        _NO_BLOCK_M = np.zeros((_ROWS, 0), dtype=np.int64)
+    return _NO_BLOCK_M
 _UNSUPPORTED = object()
 _NO_PROCESSOR_PLANS: dict[bool, Any] = {}
 
@@ -164,14 +176,28 @@ def id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[i
     key = ("ids", add_special_tokens)
     plan = cache.get(key)
     if plan is None:
-        full = _plan(processor, add_special_tokens)
-        plan = cache[key] = _UNSUPPORTED if full is None else (full[0][ID].tolist(), full[1][ID].tolist())
+        plan = cache[key] = _id_plan(processor, add_special_tokens)
     return None if plan is _UNSUPPORTED else plan
+
+
+def _id_plan(processor: Any, add_special_tokens: bool) -> Any:
+    """_make_plan's prefix and suffix as id lists, from the pieces' ids (no numpy: ids-only encodes
+    never import it)."""
+    if processor is None:
+        return [], []
+    layout = processor.layout(False, add_special_tokens)
+    if layout is None:
+        return _UNSUPPORTED
+    pieces = layout.pieces
+    seq = [k for k, p in enumerate(pieces) if type(p) is tuple]
+    if len(seq) != 1 or pieces[seq[0]][0] != 0:
+        return _UNSUPPORTED
+    return [i for p in pieces[: seq[0]] for i in p.ids], [i for p in pieces[seq[0] + 1 :] for i in p.ids]
 
 
 def _make_plan(processor: Any, add_special_tokens: bool) -> Any:
     if processor is None:
-        return _NO_BLOCK, _NO_BLOCK, -1, None
+        return _no_block(), _no_block(), -1, None
     layout = processor.layout(False, add_special_tokens)
     if layout is None:
         return _UNSUPPORTED
@@ -181,8 +207,8 @@ def _make_plan(processor: Any, add_special_tokens: bool) -> Any:
         return _UNSUPPORTED
     before = [p.block for p in pieces[: seq[0]]]
     after = [p.block for p in pieces[seq[0] + 1 :]]
-    prefix = np.concatenate(before, axis=1) if before else _NO_BLOCK
-    suffix = np.concatenate(after, axis=1) if after else _NO_BLOCK
+    prefix = np.concatenate(before, axis=1) if before else _no_block()
+    suffix = np.concatenate(after, axis=1) if after else _no_block()
     sequence_type = pieces[seq[0]][1]
     return prefix, suffix, -1 if sequence_type is None else sequence_type, layout.trim
 

@@ -30,11 +30,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from crayon_hf._lazy_numpy import lazy_numpy
 
 from .errors import PanicException
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())
 
 __all__ = ["Encoding", "as_dict"]
 
@@ -55,8 +60,16 @@ def _int_list(row: np.ndarray) -> list[int]:
         _int_list = np.ndarray.tolist
     return _int_list(row)
 _ROWS = 7
-_EMPTY = np.zeros((_ROWS, 0), dtype=np.int64)
-_EMPTY.setflags(write=False)
+_EMPTY_M: Any = None
+
+
+def _empty() -> np.ndarray:
+    """The read-only (7, 0) matrix of an empty encoding, made on first use (numpy is imported lazily)."""
+    global _EMPTY_M
+    if _EMPTY_M is None:
+        _EMPTY_M = np.zeros((_ROWS, 0), dtype=np.int64)
+        _EMPTY_M.setflags(write=False)
+    return _EMPTY_M
 
 _U32_MAX = 2**32 - 1
 _USIZE_MAX = 2**64 - 1
@@ -114,7 +127,7 @@ class Encoding:
 
     def __init__(self) -> None:
         """An empty encoding (as ``tokenizers.Encoding()``); tokenizers return filled ones."""
-        self._m = _EMPTY
+        self._m = _empty()
         self._tokens = []
         self._vocab = None
         self._overflowing = []
@@ -577,7 +590,7 @@ class Encoding:
             return
         if max_len == 0:
             old = Encoding._new(self._m, self._tokens, self._vocab, self._overflowing, self._ranges)
-            self._set_m(_EMPTY)
+            self._set_m(_empty())
             self._tokens, self._vocab, self._ranges = [], None, {}
             self._overflowing = [old]
             return

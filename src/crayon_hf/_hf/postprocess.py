@@ -15,12 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from crayon_hf._lazy_numpy import lazy_numpy
 
 from .encoding import ATTN, SPECIAL, TYPE, Encoding, _merge, _u32, _usize
 from .processors import Layout, PostProcessor, trimmed_matrix
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())
 
 __all__ = [
     "TruncationParams",
@@ -253,7 +258,6 @@ def pad_encodings(encodings: Sequence[Encoding], params: PaddingParams) -> None:
 # is only used for inputs it describes exactly (no overflowing, no sequence ranges).
 
 _PLAIN_PAIR = Layout(((0, None), (1, None)))  # no processor: `merge` with ranges, types kept
-_WRAPPED_MASKS = np.array([[0], [1]], dtype=np.int64)  # rows SPECIAL, ATTN of a wrapped sequence
 assert ATTN == SPECIAL + 1
 
 
@@ -309,7 +313,7 @@ def _apply_layout(layout: Layout, encs: list[Encoding], mats: list[np.ndarray]) 
             if t is not None:
                 m[TYPE, a:b] = t
             if masks:
-                m[SPECIAL : ATTN + 1, a:b] = _WRAPPED_MASKS
+                m[SPECIAL : ATTN + 1, a:b] = ((0,), (1,))  # rows SPECIAL, ATTN of a wrapped sequence
         if layout.ranged:
             ranges[i] = (a, b)
     m.setflags(write=False)

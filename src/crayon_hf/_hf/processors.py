@@ -13,12 +13,17 @@ Anything else raises `UnsupportedComponent` naming its JSON path.
 from __future__ import annotations
 
 from collections.abc import Sequence as SequenceABC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from crayon_hf._lazy_numpy import lazy_numpy
 
 from .encoding import ATTN, END, ID, SPECIAL, START, TYPE, WORD, Encoding, _merge
 from .errors import UnsupportedComponent, build_sequence
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())
 
 __all__ = [
     "PostProcessor",
@@ -36,6 +41,7 @@ _RUST_WHITESPACE = (
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
 )
+
 _TRIM_CHARS = _RUST_WHITESPACE + "\u0120"
 
 
@@ -237,13 +243,21 @@ def _special_block(ids: SequenceABC[int], type_id: int) -> np.ndarray:
 
 
 class _SpecialPiece:
-    __slots__ = ("ids", "tokens", "block", "_spelled")
+    __slots__ = ("ids", "tokens", "type_id", "_block", "_spelled")
 
     def __init__(self, ids: list[int], tokens: list[str], type_id: int) -> None:
         self.ids = ids
         self.tokens = tokens
-        self.block = _special_block(ids, type_id)
+        self.type_id = type_id
+        self._block: np.ndarray | None = None
         self._spelled: dict[int, tuple[Any, bool]] = {}
+
+    @property
+    def block(self) -> np.ndarray:
+        """The piece as a (7, k) matrix; made on first use, so ids-only encodes need no numpy."""
+        if self._block is None:
+            self._block = _special_block(self.ids, self.type_id)
+        return self._block
 
     def spelled_by(self, vocab: SequenceABC[str]) -> bool:
         """Whether `vocab[id]` gives this piece's tokens (cached per vocabulary object)."""
