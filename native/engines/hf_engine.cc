@@ -602,6 +602,17 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
     }
     ranks.clear();
     fast.encode_piece(piece, len, ranks);
+    if constexpr (!kOffsets) {
+      // Ids only, as the tiktoken face pushes them: the encoder's ranks are trie values below
+      // n_ranks and HRID's ids were checked by ready(), so no token's bytes need reading here.
+      for (const uint32_t r : ranks) {
+        if (r >= n_ranks) damaged(len);
+        out.ids.push_back(rank_to_id[r]);
+      }
+      ++word;
+      pos = end;
+      continue;
+    }
     if (ranks.size() == 1) {
       const uint32_t r = ranks[0];
       std::string_view b;
