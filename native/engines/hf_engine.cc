@@ -613,10 +613,12 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       pos = end;
       continue;
     }
+    // Token lengths from the checked offset table (an absent rank has length 0, which tiles
+    // nothing): they place each token's offsets, and a damaged table shows as tokens that do not
+    // tile the piece.
     if (ranks.size() == 1) {
       const uint32_t r = ranks[0];
-      std::string_view b;
-      if (r >= n_ranks || rank_to_id[r] >= n_ids || !fast.token_bytes(r, &b) || b.size() != len) damaged(len);
+      if (r >= n_ranks || rank_to_id[r] >= n_ids || fast.token_length(r) != len) damaged(len);
       push(rank_to_id[r], pos, end, true);
       ++word;
       pos = end;
@@ -624,12 +626,10 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
     }
     size_t at = 0;
     for (const uint32_t r : ranks) {
-      std::string_view b;
-      if (r >= n_ranks || rank_to_id[r] >= n_ids || !fast.token_bytes(r, &b) || b.empty() || b.size() > len - at) {
-        damaged(len);
-      }
-      push(rank_to_id[r], pos + at, pos + at + b.size(), false);
-      at += b.size();
+      const size_t k = r < n_ranks ? fast.token_length(r) : 0;
+      if (k == 0 || rank_to_id[r] >= n_ids || k > len - at) damaged(len);
+      push(rank_to_id[r], pos + at, pos + at + k, false);
+      at += k;
     }
     if (at != len) damaged(len);
     ++word;
