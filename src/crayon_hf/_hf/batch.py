@@ -180,37 +180,44 @@ def id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[i
     return None if plan is _UNSUPPORTED else plan
 
 
+def _sequence_layout(processor: Any, add_special_tokens: bool) -> Any:
+    """(pieces before the sequence, pieces after it, the sequence's type id or None, trim) of a
+    single sequence in the processor's layout, or _UNSUPPORTED where that layout is not
+    prefix + sequence + suffix. `processor` is not None."""
+    layout = processor.layout(False, add_special_tokens)
+    if layout is None:
+        return _UNSUPPORTED
+    pieces = layout.pieces
+    seq = [k for k, p in enumerate(pieces) if type(p) is tuple]
+    if len(seq) != 1 or pieces[seq[0]][0] != 0:
+        return _UNSUPPORTED
+    return pieces[: seq[0]], pieces[seq[0] + 1 :], pieces[seq[0]][1], layout.trim
+
+
 def _id_plan(processor: Any, add_special_tokens: bool) -> Any:
     """_make_plan's prefix and suffix as id lists, from the pieces' ids (no numpy: ids-only encodes
     never import it)."""
     if processor is None:
         return [], []
-    layout = processor.layout(False, add_special_tokens)
-    if layout is None:
+    parts = _sequence_layout(processor, add_special_tokens)
+    if parts is _UNSUPPORTED:
         return _UNSUPPORTED
-    pieces = layout.pieces
-    seq = [k for k, p in enumerate(pieces) if type(p) is tuple]
-    if len(seq) != 1 or pieces[seq[0]][0] != 0:
-        return _UNSUPPORTED
-    return [i for p in pieces[: seq[0]] for i in p.ids], [i for p in pieces[seq[0] + 1 :] for i in p.ids]
+    before, after, _, _ = parts
+    return [i for p in before for i in p.ids], [i for p in after for i in p.ids]
 
 
 def _make_plan(processor: Any, add_special_tokens: bool) -> Any:
     if processor is None:
         return _no_block(), _no_block(), -1, None
-    layout = processor.layout(False, add_special_tokens)
-    if layout is None:
+    parts = _sequence_layout(processor, add_special_tokens)
+    if parts is _UNSUPPORTED:
         return _UNSUPPORTED
-    pieces = layout.pieces
-    seq = [k for k, p in enumerate(pieces) if type(p) is tuple]
-    if len(seq) != 1 or pieces[seq[0]][0] != 0:
-        return _UNSUPPORTED
-    before = [p.block for p in pieces[: seq[0]]]
-    after = [p.block for p in pieces[seq[0] + 1 :]]
+    before_pieces, after_pieces, sequence_type, trim = parts
+    before = [p.block for p in before_pieces]
+    after = [p.block for p in after_pieces]
     prefix = np.concatenate(before, axis=1) if before else _no_block()
     suffix = np.concatenate(after, axis=1) if after else _no_block()
-    sequence_type = pieces[seq[0]][1]
-    return prefix, suffix, -1 if sequence_type is None else sequence_type, layout.trim
+    return prefix, suffix, -1 if sequence_type is None else sequence_type, trim
 
 
 def encode_singles(
