@@ -62,6 +62,21 @@ def require_torch():
     return pytest.importorskip("torch")
 
 
+_HF_PAIRS: dict[str, tuple[object, object]] = {}
+
+
+def hf_pair(folder: str):
+    """(crayon_hf.Tokenizer, tokenizers.Tokenizer) of a shared tokenizer.json folder, loaded once
+    per process."""
+    if folder not in _HF_PAIRS:
+        tokenizers = require_module("tokenizers")
+        from crayon_hf import Tokenizer
+
+        path = require_shared(VOCAB / "hf" / folder / "tokenizer.json")
+        _HF_PAIRS[folder] = (Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path)))
+    return _HF_PAIRS[folder]
+
+
 def corpus_files() -> list[Path]:
     require_shared(CORPORA)
     return sorted(p for p in CORPORA.glob("*.txt"))

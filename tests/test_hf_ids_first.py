@@ -10,24 +10,14 @@ import pickle
 import numpy as np
 import pytest
 
-from support import (NATIVE_FOLDERS, VOCAB, child_python, corpus_files, corpus_text, random_slices,
+from support import (NATIVE_FOLDERS, VOCAB, child_python, corpus_files, corpus_text, hf_pair, random_slices,
                      require_module, require_shared, short_docs)
 
-_LOADED: dict[str, tuple[object, object]] = {}
 
 FIELDS = ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask", "word_ids",
           "sequence_ids", "n_sequences")
 
-
-def load_pair(folder: str):
-    """(ours, tokenizers' own) for a folder, once per module."""
-    if folder not in _LOADED:
-        tokenizers = require_module("tokenizers")
-        from crayon_hf import Tokenizer
-
-        path = require_shared(VOCAB / "hf" / folder / "tokenizer.json")
-        _LOADED[folder] = (Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path)))
-    return _LOADED[folder]
+load_pair = hf_pair
 
 
 def texts() -> list[str]:

@@ -18,21 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import BPE_FOLDERS, NATIVE_FOLDERS, VOCAB, corpus_files, corpus_text, random_slices, require_module, require_shared, short_docs
+from support import (BPE_FOLDERS, NATIVE_FOLDERS, VOCAB, corpus_files, corpus_text, hf_pair, random_slices,
+                     require_module, require_shared, short_docs)
 
-
-_LOADED: dict[str, tuple[object, object]] = {}
-
-
-def load_pair(folder: str):
-    """(ours, reference) for a folder, cached for the session."""
-    if folder not in _LOADED:
-        tokenizers = require_module("tokenizers")
-        from crayon_hf import Tokenizer
-
-        path = require_shared(VOCAB / "hf" / folder / "tokenizer.json")
-        _LOADED[folder] = (Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path)))
-    return _LOADED[folder]
+load_pair = hf_pair
 
 
 @pytest.fixture(params=NATIVE_FOLDERS)
