@@ -15,7 +15,7 @@ import pytest
 
 from support import VOCAB, corpus_files, corpus_text, random_slices, require_module, require_shared
 
-MERGE_LOOP_FOLDERS = ["llama3_1", "mistral_v0_1", "phi3_mini", "gemma"]
+MERGE_LOOP_FOLDERS = ["mistral_v0_1", "phi3_mini", "gemma", "clip"]
 
 
 def _texts() -> list[str]:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "core/double_array.h"
 #include "engines/batch_stages.h"
@@ -130,16 +131,26 @@ class Alignment {
 
 
 // The fast path. tiktoken's BPE merges any adjacent pair whose concatenation is a token, by that
-// token's rank; tokenizers' merges only the listed pairs, by list position. The two agree when the
-// list is exactly the set of tiktoken *splits*: by the restriction argument in bpe_backtrack.h,
-// tiktoken only ever forms a token t through split(t), the last merge of BPE(bytes(t)), so
-// tiktoken's BPE is itself a merge-list BPE over {split(t) -> t, by rank(t)}. So rank every token
-// by the position of the merge that makes it (single bytes below all merges), build that rank
-// table, and keep it only if every merge (a, b) -> t of the effective list (later duplicates of
-// a pair replace earlier ones) is exactly split(t), and no token is made by two merges. Then both
-// encoders run the same merge list in the same order, and the linear-time backtracking encoder
-// gives tokenizers' answer. Anything else (a byte missing from the vocabulary, prefixes or
-// suffixes, two merges for one token, an unreachable token) keeps the merge-list encoder.
+// token's rank; tokenizers' merges only the listed pairs, by list position. By the restriction
+// argument in bpe_backtrack.h, tiktoken only ever forms a token t through split(t), the last merge
+// of BPE(bytes(t)), and any adjacent pair of parts that concatenates to t is that split (such a
+// pair covers a span whose history is BPE(bytes(t)) cut short). So rank every merged token by the
+// position of the first merge that makes it (single bytes below all merges) and build that rank
+// table. The two encoders then take the same step every time when
+//   (a) the merges making one token are adjacent in the effective list (later duplicates of a
+//       pair replace earlier ones), so list position orders pairs as rank orders tokens, and
+//   (b) every reachable token's split is one of the merges listed for it.
+// Induction on the steps: tokenizers' candidates are tiktoken candidates (a listed merge makes
+// the token its two sides spell); tiktoken's choice, split(t) for the lowest-ranked t, is listed
+// by (b) and comes before every merge for a later token by (a); every candidate for t is split(t)
+// itself, so both break the tie at the leftmost one. A list with one merge per token
+// (gpt2-style) passes when each merge is its token's split; transformers' TikTokenConverter lists
+// every two-token cut of every token, in blocks by rank, and passes too (llama3_1). Unreachable
+// tokens (BPE(bytes) != [token]) are formed by neither merge loop. Anything else (a byte missing from the
+// vocabulary, prefixes or suffixes, a token made in two places of the list, a split that is not
+// listed) keeps the merge-list encoder. One more difference sits outside BPE: tiktoken takes a
+// piece that spells a token whole, reachable or not, and tokenizers does so only with
+// ignore_merges, so an unreachable token needs that option.
 bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_by_id, std::string& image,
                      std::vector<uint32_t>& rank_to_id) {
   if (!src.options.prefix.empty() || !src.options.suffix.empty()) return false;
@@ -163,8 +174,11 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
     if (e.rank != HfMergeEntry::kEmpty) effective.push_back(&src.merges[e.rank]);
   }
   std::sort(effective.begin(), effective.end());
+  uint32_t block = kNone;  // the token the merges just read make
   for (const HfMerge* m : effective) {
-    if (rank_of[m->merged] != kNone || bytes_by_id[m->merged].empty()) return false;  // made twice
+    if (m->merged == block) continue;  // (a): another cut of the same token, in the same block
+    if (rank_of[m->merged] != kNone || bytes_by_id[m->merged].empty()) return false;  // a byte, or a second block
+    block = m->merged;
     rank_of[m->merged] = static_cast<uint32_t>(rank_to_id.size());
     rank_to_id.push_back(m->merged);
   }
@@ -186,10 +200,22 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
   const uint32_t* left = c->array<uint32_t>(fourcc("BSPL"), &nl);
   const uint32_t* right = c->array<uint32_t>(fourcc("BSPR"), &nr);
   if (nl < rank_to_id.size() || nr < rank_to_id.size()) return false;
-  for (size_t k = 0; k < effective.size(); ++k) {
-    const uint32_t t = static_cast<uint32_t>(256 + k);
-    const uint32_t a = rank_of[effective[k]->left], b = rank_of[effective[k]->right];
-    if (a == kNone || b == kNone || left[t] != a || right[t] != b) return false;
+  // (b): each reachable token's split, in ranks, is a listed merge for that token.
+  std::unordered_map<uint64_t, uint32_t> listed;  // (left rank, right rank) -> rank made
+  listed.reserve(effective.size() * 2);
+  for (const HfMerge* m : effective) {
+    const uint32_t a = rank_of[m->left], b = rank_of[m->right];
+    if (a != kNone && b != kNone) listed.emplace(uint64_t{a} << 32 | b, rank_of[m->merged]);  // else it never fires
+  }
+  for (uint32_t t = 256; t < rank_to_id.size(); ++t) {
+    if (left[t] == BpeSplits::kNoSplit && right[t] == BpeSplits::kNoSplit) {
+      // Unreachable: neither BPE forms it, but tiktoken's engine takes a piece that spells a
+      // token whole, as tokenizers does only with ignore_merges.
+      if (!src.options.ignore_merges) return false;
+      continue;
+    }
+    const auto it = listed.find(uint64_t{left[t]} << 32 | right[t]);
+    if (it == listed.end() || it->second != t) return false;
   }
   for (uint32_t& id : rank_to_id) {
     if (id == kNone) id = 0;  // the rank of a byte with no token: never produced
