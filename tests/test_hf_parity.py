@@ -339,7 +339,8 @@ def test_model_fast_paths_equal_merge_loop(folder):
 
 def test_fast_path_is_used_where_the_merge_list_allows():
     """gpt2-style merge lists and lists with every cut of every token in blocks by rank
-    (transformers' TikTokenConverter output, as in llama3_1) run on the backtracking encoder;
+    (transformers' TikTokenConverter output, as in llama3_1, and the SentencePiece-style
+    character vocabularies) run on the backtracking encoder;
     an end-of-word suffix (CLIP) keeps the merge-list loop (tests/test_fast_path_proof.py tries
     the conditions on random vocabularies)."""
     assert load_pair("gpt2")[0]._engine.has_fast_path
@@ -349,6 +350,9 @@ def test_fast_path_is_used_where_the_merge_list_allows():
     assert load_pair("gpt_neox_20b")[0]._engine.has_fast_path
     assert load_pair("falcon")[0]._engine.has_fast_path
     assert load_pair("llama3_1")[0]._engine.has_fast_path
+    # SentencePiece-style character vocabularies: a rank table that rebuilds characters first.
+    for folder in ("mistral_v0_1", "phi3_mini", "gemma"):
+        assert load_pair(folder)[0]._engine.has_fast_path, folder
     assert not load_pair("clip")[0]._engine.has_fast_path
 
 

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <map>
 #include <unordered_map>
 
 #include "core/double_array.h"
+#include "core/utf8.h"
 #include "engines/batch_stages.h"
 #include "models/unigram.h"
 #include "models/wordlevel.h"
@@ -135,7 +137,7 @@ class Alignment {
 // argument in bpe_backtrack.h, tiktoken only ever forms a token t through split(t), the last merge
 // of BPE(bytes(t)), and any adjacent pair of parts that concatenates to t is that split (such a
 // pair covers a span whose history is BPE(bytes(t)) cut short). So rank every merged token by the
-// position of the first merge that makes it (single bytes below all merges) and build that rank
+// position of the first merge that makes it (the symbols below all merges) and build that rank
 // table. The two encoders then take the same step every time when
 //   (a) the merges making one token are adjacent in the effective list (later duplicates of a
 //       pair replace earlier ones), so list position orders pairs as rank orders tokens, and
@@ -145,18 +147,34 @@ class Alignment {
 // by (b) and comes before every merge for a later token by (a); every candidate for t is split(t)
 // itself, so both break the tie at the leftmost one. A list with one merge per token
 // (gpt2-style) passes when each merge is its token's split; transformers' TikTokenConverter lists
-// every two-token cut of every token, in blocks by rank, and passes too (llama3_1). Unreachable
-// tokens (BPE(bytes) != [token]) are formed by neither merge loop. Anything else (a byte missing from the
-// vocabulary, prefixes or suffixes, a token made in two places of the list, a split that is not
-// listed) keeps the merge-list encoder. One more difference sits outside BPE: tiktoken takes a
-// piece that spells a token whole, reachable or not, and tokenizers does so only with
-// ignore_merges, so an unreachable token needs that option.
+// every two-token cut of every token, in blocks by rank, and passes too (llama3_1).
+//
+// Unreachable tokens (BPE(bytes) != [token]) are formed by neither merge loop, and leaving them
+// out of the table changes no run (they are never a run's lowest pair). They stay in only with
+// ignore_merges, where tokenizers also takes a piece that spells one whole, as tiktoken does.
+//
+// Character vocabularies (SentencePiece-style) start from characters, not bytes. The table gives
+// every byte a rank, then every prefix of a multi-byte character in the vocabulary and the
+// character itself, by length, all below the merges. In UTF-8 such a prefix only matches at the
+// start of a character, so tiktoken first rebuilds every character the vocabulary has, and then
+// runs the merge list over characters as above. A character the vocabulary lacks stays as
+// synthetic ranks (a byte or a prefix), which no merged token can absorb (merged tokens are made
+// of the vocabulary's characters); rank_to_id marks those ranks kSyntheticRank. Such a character
+// parts the piece for both encoders (its <0xXX> tokens or unk merge with nothing, checked here),
+// so the model gives each run of synthetic ranks to the merge loop, which knows unk and byte
+// fallback, and keeps the rest.
+//
+// Anything else (a byte missing from a byte vocabulary, prefixes or suffixes, a token made in two
+// places of the list, a split that is not listed) keeps the merge-list encoder.
 bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_by_id, std::string& image,
-                     std::vector<uint32_t>& rank_to_id) {
+                     std::vector<uint32_t>& rank_to_id, bool& spells_all) {
   if (!src.options.prefix.empty() || !src.options.suffix.empty()) return false;
   constexpr uint32_t kNone = 0xFFFFFFFFu;
+  const bool chars = src.kind == HfModelKind::kBpeChars;
   std::vector<uint32_t> rank_of(src.n_ids, kNone);
-  rank_to_id.assign(256, kNone);
+  rank_to_id.assign(256, chars ? kSyntheticRank : kNone);
+  std::vector<std::string> rank_bytes(256);
+  for (int b = 0; b < 256; ++b) rank_bytes[b] = std::string(1, static_cast<char>(b));
   for (uint32_t id = 0; id < src.n_ids; ++id) {
     if (bytes_by_id[id].size() == 1) {
       const uint8_t b = static_cast<uint8_t>(bytes_by_id[id][0]);
@@ -164,9 +182,42 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
       rank_of[id] = b;
     }
   }
-  // A byte with no token of its own cannot be part of any token either, so pieces without it
-  // never meet the difference; the model sends pieces that contain one to the merge loop, which
-  // drops it (or makes it unk) as tokenizers does. Its rank stays unused.
+  // A byte with no token of its own cannot be part of any token of a byte vocabulary either, so
+  // pieces without it never meet the difference; the model sends pieces that contain one to the
+  // merge loop, which drops it (or makes it unk) as tokenizers does. Its rank stays unused.
+  if (chars) {
+    // Multi-byte characters of the vocabulary and their proper prefixes, shortest first.
+    std::map<std::string, uint32_t> by_length[5];
+    for (uint32_t id = 0; id < src.n_ids; ++id) {
+      const std::string& b = bytes_by_id[id];
+      if (b.size() < 2 || b.size() > 4) continue;
+      const auto* p = reinterpret_cast<const uint8_t*>(b.data());
+      const utf8::Decoded d = utf8::decode(p, p + b.size());
+      if (d.cp == utf8::kInvalid || d.len != b.size()) continue;
+      by_length[b.size()][b] = id;
+      for (size_t k = 2; k < b.size(); ++k) by_length[k].emplace(b.substr(0, k), kSyntheticRank);
+    }
+    for (const auto& level : by_length) {
+      for (const auto& [bytes, id] : level) {
+        if (id != kSyntheticRank) rank_of[id] = static_cast<uint32_t>(rank_to_id.size());
+        rank_to_id.push_back(id);
+        rank_bytes.push_back(bytes);
+      }
+    }
+  }
+  if (chars) {
+    // What the merge loop makes of a character the vocabulary lacks (its <0xXX> tokens, or unk)
+    // must merge with nothing, so such characters part the piece (see HfBpeModel::encode_fast).
+    auto stand_in = [&](uint32_t id) {
+      const std::string& b = bytes_by_id[id];
+      return static_cast<int32_t>(id) == src.options.unk_id ||
+             (b.size() == 6 && b.compare(0, 3, "<0x") == 0 && b[5] == '>');
+    };
+    for (const HfMerge& m : src.merges) {
+      if (m.left >= src.n_ids || m.right >= src.n_ids || stand_in(m.left) || stand_in(m.right)) return false;
+    }
+  }
+  const uint32_t first_merged = static_cast<uint32_t>(rank_to_id.size());
   // The effective list: the last occurrence of each pair, in list order.
   std::vector<HfMergeEntry> table = build_hf_merge_table(src.merges);
   std::vector<const HfMerge*> effective;
@@ -177,48 +228,65 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
   uint32_t block = kNone;  // the token the merges just read make
   for (const HfMerge* m : effective) {
     if (m->merged == block) continue;  // (a): another cut of the same token, in the same block
-    if (rank_of[m->merged] != kNone || bytes_by_id[m->merged].empty()) return false;  // a byte, or a second block
+    if (rank_of[m->merged] != kNone || bytes_by_id[m->merged].empty()) return false;  // a symbol, or a second block
     block = m->merged;
     rank_of[m->merged] = static_cast<uint32_t>(rank_to_id.size());
     rank_to_id.push_back(m->merged);
+    rank_bytes.push_back(bytes_by_id[m->merged]);
   }
-  TiktokenSource ts;
-  ts.mergeable.reserve(rank_to_id.size());
-  for (uint32_t r = 0; r < rank_to_id.size(); ++r) {
-    if (rank_to_id[r] != kNone) ts.mergeable.emplace_back(bytes_by_id[rank_to_id[r]], r);
-  }
-  ts.pattern = SplitPattern::kNone;
-  ts.meta_json = "{}";
-  try {
-    image = build_tiktoken_cartridge(ts);
-  } catch (const std::exception&) {
-    return false;
-  }
-  const std::shared_ptr<Cartridge> c = Cartridge::from_bytes(image, "fast path", false);
-  if (!c->find(fourcc("BSPL")) || !c->find(fourcc("BSPR"))) return false;
-  size_t nl, nr;
-  const uint32_t* left = c->array<uint32_t>(fourcc("BSPL"), &nl);
-  const uint32_t* right = c->array<uint32_t>(fourcc("BSPR"), &nr);
-  if (nl < rank_to_id.size() || nr < rank_to_id.size()) return false;
-  // (b): each reachable token's split, in ranks, is a listed merge for that token.
-  std::unordered_map<uint64_t, uint32_t> listed;  // (left rank, right rank) -> rank made
+  // (b)'s table: (left rank, right rank) -> the rank it makes, for merges whose sides are ranked
+  // (any other merge never fires: every symbol and every merge's product is ranked).
+  std::unordered_map<uint64_t, uint32_t> listed;
   listed.reserve(effective.size() * 2);
   for (const HfMerge* m : effective) {
     const uint32_t a = rank_of[m->left], b = rank_of[m->right];
-    if (a != kNone && b != kNone) listed.emplace(uint64_t{a} << 32 | b, rank_of[m->merged]);  // else it never fires
+    if (a != kNone && b != kNone) listed.emplace(uint64_t{a} << 32 | b, rank_of[m->merged]);
   }
-  for (uint32_t t = 256; t < rank_to_id.size(); ++t) {
-    if (left[t] == BpeSplits::kNoSplit && right[t] == BpeSplits::kNoSplit) {
-      // Unreachable: neither BPE forms it, but tiktoken's engine takes a piece that spells a
-      // token whole, as tokenizers does only with ignore_merges.
-      if (!src.options.ignore_merges) return false;
-      continue;
+  std::vector<bool> dropped(rank_to_id.size(), false);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    TiktokenSource ts;
+    ts.mergeable.reserve(rank_to_id.size());
+    for (uint32_t r = 0; r < rank_to_id.size(); ++r) {
+      if ((rank_to_id[r] != kNone || chars) && !dropped[r]) ts.mergeable.emplace_back(rank_bytes[r], r);
     }
-    const auto it = listed.find(uint64_t{left[t]} << 32 | right[t]);
-    if (it == listed.end() || it->second != t) return false;
+    ts.pattern = SplitPattern::kNone;
+    ts.meta_json = "{}";
+    try {
+      image = build_tiktoken_cartridge(ts);
+    } catch (const std::exception&) {
+      return false;
+    }
+    const std::shared_ptr<Cartridge> c = Cartridge::from_bytes(image, "fast path", false);
+    if (!c->find(fourcc("BSPL")) || !c->find(fourcc("BSPR"))) return false;
+    size_t nl, nr;
+    const uint32_t* left = c->array<uint32_t>(fourcc("BSPL"), &nl);
+    const uint32_t* right = c->array<uint32_t>(fourcc("BSPR"), &nr);
+    if (nl != nr) return false;
+    bool unreachable = false;
+    for (uint32_t t = first_merged; t < rank_to_id.size(); ++t) {
+      if (dropped[t]) continue;
+      if (t >= nl) return false;
+      if (left[t] == BpeSplits::kNoSplit && right[t] == BpeSplits::kNoSplit) {
+        if (attempt > 0) return false;  // leaving a never-formed token out changed a run: damaged
+        if (!src.options.ignore_merges) dropped[t] = unreachable = true;
+        continue;
+      }
+      const auto it = listed.find(uint64_t{left[t]} << 32 | right[t]);  // (b)
+      if (it == listed.end() || it->second != t) return false;
+    }
+    if (!unreachable) {
+      rank_to_id.resize(nl);  // ranks left out at the end are not in the table
+      break;
+    }
   }
-  for (uint32_t& id : rank_to_id) {
-    if (id == kNone) id = 0;  // the rank of a byte with no token: never produced
+  spells_all = true;
+  for (uint32_t id = 0; id < src.n_ids; ++id) {
+    const uint32_t r = rank_of[id];
+    spells_all &= bytes_by_id[id].empty() || (r != kNone && r < rank_to_id.size() && !dropped[r]);
+  }
+  for (uint32_t r = 0; r < rank_to_id.size(); ++r) {
+    if (dropped[r]) rank_to_id[r] = chars ? kSyntheticRank : kNone;
+    if (rank_to_id[r] == kNone) rank_to_id[r] = 0;  // a byte with no token, or a rank left out: never produced
   }
   return true;
 }
@@ -286,6 +354,14 @@ std::string build_hf_cartridge(const HfSource& src) {
     w.add_array(kHSLF, self, kSectionRequired);
     w.add(kHPFX, src.options.prefix, kSectionRequired);
     w.add(kHSFX, src.options.suffix, kSectionRequired);
+    std::string fast_image;
+    std::vector<uint32_t> rank_to_id;
+    bool spells_all = false;
+    if (build_fast_path(src, bytes_by_id, fast_image, rank_to_id, spells_all)) {
+      w.add(kHTKE, std::move(fast_image), kSectionRequired);
+      w.add_array(kHRID, rank_to_id, kSectionRequired);
+      if (spells_all) h.flags |= kHfFastSpellsAll;
+    }
     if (options.char_level) {
       bool ok = false;
       const std::vector<uint32_t> glue = compute_glue(src.merges, bytes_by_id, &ok);
@@ -308,12 +384,6 @@ std::string build_hf_cartridge(const HfSource& src) {
     w.add_array(kHDTO, offsets, kSectionRequired);
     w.add(kHDTB, blob, kSectionRequired);
     w.add_array(kHDPR, src.decode_present, kSectionRequired);
-    std::string fast_image;
-    std::vector<uint32_t> rank_to_id;
-    if (build_fast_path(src, bytes_by_id, fast_image, rank_to_id)) {
-      w.add(kHTKE, std::move(fast_image), kSectionRequired);
-      w.add_array(kHRID, rank_to_id, kSectionRequired);
-    }
   }
   if (src.compile_added) {
     w.add(kHADR, AddedTokenSet::serialize(src.added_raw), kSectionRequired);
@@ -390,15 +460,17 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
   if (other_) model_ = other_.get();
   if (kind_ == HfModelKind::kUnigram) unk_text_ = unk;
 
-  if (kind_ == HfModelKind::kBpeBytes) {
+  if (kind_ == HfModelKind::kBpeBytes || kind_ == HfModelKind::kBpeChars) {
     if (c.find(kHTKE)) {
       fast_ = std::make_shared<const TiktokenEngine>(Cartridge::nested(cartridge_, kHTKE));
       size_t n_ranks;
       const uint32_t* rank_to_id = c.array<uint32_t>(kHRID, &n_ranks);
       if (n_ranks != fast_->n_ids()) c.fail("HRID does not match the nested rank table");
       rank_to_id_ = rank_to_id;  // ids in range: checked by ready()
-      bpe_->set_fast_path(fast_.get(), rank_to_id, static_cast<uint32_t>(n_ranks));
+      bpe_->set_fast_path(fast_.get(), rank_to_id, static_cast<uint32_t>(n_ranks), h.flags & kHfFastSpellsAll);
     }
+  }
+  if (kind_ == HfModelKind::kBpeBytes) {
     size_t n_off, n_blob, n_present;
     decode_offsets_ = c.array<uint32_t>(kHDTO, &n_off);
     decode_bytes_ = c.array<uint8_t>(kHDTB, &n_blob);
@@ -481,7 +553,8 @@ void HfEngine::check_tables() const {
     if (fast_) {
       fast_->check_tables();
       for (uint32_t r = 0; r < fast_->n_ids(); ++r) {
-        if (rank_to_id_[r] >= n_ids) c.fail("HRID maps a rank to an id out of range");
+        const bool synthetic = rank_to_id_[r] == kSyntheticRank && kind_ == HfModelKind::kBpeChars;
+        if (rank_to_id_[r] >= n_ids && !synthetic) c.fail("HRID maps a rank to an id out of range");
       }
     }
     if (decode_offsets_ != nullptr) {
@@ -574,7 +647,7 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
   const uint32_t* rank_to_id = model.rank_to_id();
   const uint32_t n_ranks = model.n_ranks();
   const uint32_t n_ids = model.n_ids();
-  const bool ignore_merges = model.options().ignore_merges;
+  const bool ignore_merges = model.lookup_before_fast();
   const bool needs_check = model.fast_needs_check();
   thread_local std::vector<uint32_t> tl_ranks;
   thread_local std::vector<HfToken> tl_tokens;
@@ -664,7 +737,7 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
 }
 
 void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
-  if (bpe_ && bpe_->has_fast_path() && !bpe_->segments()) {
+  if (bpe_ && bpe_->has_fast_path() && !bpe_->segments() && !bpe_->options().char_level) {
     if (out.with_offsets) encode_streaming_fast<true>(text, base, out, word);
     else encode_streaming_fast<false>(text, base, out, word);
     return;
@@ -1027,7 +1100,7 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
 // so encoding them with the tiktoken engine and mapping ranks to ids gives encode()'s ids; the
 // offsets follow from the tokens' byte lengths, since the tokens tile the text in order.
 std::shared_ptr<const TiktokenEngine> HfEngine::piece_engine() const {
-  if (!fast_ || streaming_ == nullptr || !bpe_ || !bpe_->has_fast_path() ||
+  if (!fast_ || streaming_ == nullptr || !bpe_ || !bpe_->has_fast_path() || bpe_->options().char_level ||
       bpe_->segments() || bpe_->options().ignore_merges || bpe_->fast_needs_check()) {
     return nullptr;
   }

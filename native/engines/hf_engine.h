@@ -156,6 +156,9 @@ struct HfHeader {
 static_assert(sizeof(HfHeader) == 32, "HFHD is 32 bytes");
 constexpr uint32_t kEngineHfBpe = 2;
 constexpr uint32_t kHfFuseUnk = 1u, kHfIgnoreMerges = 2u, kHfByteFallback = 4u;
+// The fast path's rank table spells every token of the vocabulary: a piece that is a token is
+// that token's rank, so ignore_merges needs no lookup of its own in front of it.
+constexpr uint32_t kHfFastSpellsAll = 8u;
 
 // What the converter hands over. Vocabulary tokens are given as bytes: for byte-level BPE the
 // byte-level characters mapped back (tokens outside the byte-level alphabet have no bytes and are

@@ -83,15 +83,63 @@ void HfBpeModel::prepare() {
   }
 }
 
-void HfBpeModel::set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks) {
+void HfBpeModel::set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks,
+                               bool spells_all) {
   fast_ = engine;
+  fast_spells_all_ = spells_all;
   rank_to_id_ = rank_to_id;
   n_ranks_ = n_ranks;
   fast_needs_check_ = false;
   for (int b = 0; b < 256; ++b) {
-    byte_missing_[b] = symbol_[1][b] < 0;  // plain symbols: no prefix, no suffix
+    // Plain symbols: no prefix, no suffix. A character vocabulary's ranks cover every byte, and
+    // a character it lacks shows in the answer instead (kSyntheticRank, see encode_fast).
+    byte_missing_[b] = !options_.char_level && symbol_[1][b] < 0;
     fast_needs_check_ |= byte_missing_[b];
   }
+}
+
+bool HfBpeModel::encode_fast(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
+  thread_local std::vector<uint32_t> tl_ranks;
+  thread_local std::vector<HfToken> tl_run;
+  std::vector<uint32_t>& ranks = tl_ranks;
+  ranks.clear();
+  fast_->encode_piece(piece, n, ranks);
+  const size_t first = out.size();
+  uint32_t start = 0;
+  auto length = [&](uint32_t r) {
+    std::string_view b;
+    return r < n_ranks_ && fast_->token_bytes(r, &b) ? static_cast<uint32_t>(b.size()) : 0u;
+  };
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const uint32_t len = length(ranks[i]);
+    if (len == 0 || len > n - start) {  // only a damaged file gets here
+      out.resize(first);
+      return false;
+    }
+    if (rank_to_id_[ranks[i]] != kSyntheticRank) {
+      out.push_back(HfToken{rank_to_id_[ranks[i]], start, start + len});
+      start += len;
+      continue;
+    }
+    // Characters the vocabulary lacks (build_fast_path): the merge loop gives their <0xXX>
+    // tokens, or unk, and nothing merges across them.
+    const uint32_t from = start;
+    for (; i < ranks.size() && rank_to_id_[ranks[i]] == kSyntheticRank; ++i) start += length(ranks[i]);
+    --i;
+    if (start > n) {
+      out.resize(first);
+      return false;
+    }
+    std::vector<HfToken>& run = tl_run;
+    run.clear();
+    encode_word_merging(piece + from, start - from, run);
+    for (const HfToken& t : run) out.push_back(HfToken{t.id, from + t.start, from + t.end});
+  }
+  if (start != n) {
+    out.resize(first);
+    return false;
+  }
+  return true;
 }
 
 int32_t HfBpeModel::lookup(const std::string& key) const {
@@ -174,7 +222,7 @@ void HfBpeModel::encode_cached(const uint8_t* piece, size_t n, std::vector<HfTok
 
 void HfBpeModel::encode_word_uncached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
   // (With the fast path the tiktoken engine makes the whole-token check itself.)
-  if (options_.ignore_merges || (plain_symbols_ && self_encodes_ != nullptr && fast_ == nullptr)) {
+  if (lookup_before_fast() || (plain_symbols_ && self_encodes_ != nullptr && fast_ == nullptr)) {
     const int32_t id = vocab_.find(piece, n);
     if (id >= 0 && static_cast<uint32_t>(id) < n_ids_ &&
         (options_.ignore_merges ||
@@ -187,20 +235,7 @@ void HfBpeModel::encode_word_uncached(const uint8_t* piece, size_t n, std::vecto
   if (fast && fast_needs_check_) {
     for (size_t i = 0; i < n && fast; ++i) fast = !byte_missing_[piece[i]];
   }
-  if (fast) {
-    thread_local std::vector<uint32_t> tl_ranks;
-    std::vector<uint32_t>& ranks = tl_ranks;
-    ranks.clear();
-    fast_->encode_piece(piece, n, ranks);
-    uint32_t start = 0;
-    for (uint32_t r : ranks) {
-      std::string_view b;
-      if (r >= n_ranks_ || !fast_->token_bytes(r, &b)) continue;  // only a damaged file gets here
-      out.push_back(HfToken{rank_to_id_[r], start, start + static_cast<uint32_t>(b.size())});
-      start += static_cast<uint32_t>(b.size());
-    }
-    return;
-  }
+  if (fast && encode_fast(piece, n, out)) return;
   encode_word_merging(piece, n, out);
 }
 

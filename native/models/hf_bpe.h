@@ -81,6 +81,10 @@ struct HfMerge {
   uint32_t merged;
 };
 
+// In a character vocabulary's fast-path rank map (HRID): a rank that stands for no token (a byte
+// or the start of a character the vocabulary lacks, see build_fast_path in hf_engine.cc).
+constexpr uint32_t kSyntheticRank = 0xFFFFFFFEu;
+
 // Builds the merge table; later duplicates of a pair replace earlier ones.
 std::vector<HfMergeEntry> build_hf_merge_table(const std::vector<HfMerge>& merges);
 
@@ -139,7 +143,9 @@ class HfBpeModel final : public HfModel {
   // (see hf_engine.cc, build_fast_path); rank_to_id maps its ranks back to ids. The engine must
   // outlive the model.
   // Bytes without a token of their own never take the fast path (see set_fast_path in .cc).
-  void set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks);
+  // `spells_all`: every token of the vocabulary has a rank, so with ignore_merges the engine's own
+  // whole-piece lookup answers for the vocabulary's.
+  void set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks, bool spells_all);
   bool has_fast_path() const { return fast_ != nullptr; }
   // The fast path's parts, for engines that stream pieces through it without HfToken (see
   // HfEngine::encode_streaming_fast): the engine, its rank -> id map (n_ranks entries), and
@@ -148,6 +154,8 @@ class HfBpeModel final : public HfModel {
   const uint32_t* rank_to_id() const { return rank_to_id_; }
   uint32_t n_ranks() const { return n_ranks_; }
   bool fast_needs_check() const { return fast_needs_check_; }
+  // ignore_merges, and the fast path does not make the vocabulary lookup itself.
+  bool lookup_before_fast() const { return options_.ignore_merges && !(fast_ != nullptr && fast_spells_all_); }
   bool byte_missing(uint8_t b) const { return byte_missing_[b]; }
 
   // The merge of (left, right), or nullptr.
@@ -155,6 +163,9 @@ class HfBpeModel final : public HfModel {
 
  private:
   int32_t lookup(const std::string& key) const;
+  // The fast path's answer for the piece (runs of a character vocabulary's synthetic ranks go to
+  // the merge loop); false, with nothing appended, only when the tables are damaged.
+  bool encode_fast(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
   void encode_cached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
   // Initial symbols (see Symbols in .cc); true when some byte or character was dropped.
   bool byte_symbols(const uint8_t* piece, size_t n, Symbols& sym) const;
@@ -172,6 +183,7 @@ class HfBpeModel final : public HfModel {
   const uint32_t* rank_to_id_ = nullptr;
   uint32_t n_ranks_ = 0;
   bool fast_needs_check_ = false;  // some byte has no token: scan pieces for one first
+  bool fast_spells_all_ = false;
   bool byte_missing_[256] = {};
   WordCache<16384> cache_;     // 1 MiB per thread
   bool plain_symbols_ = true;  // no prefix and no suffix: the shortcut tables apply
