@@ -211,3 +211,23 @@ def test_ids_only_encode_never_imports_numpy(folder, tmp_path):
     assert out["ids"] == enc.ids and out["text"] == tok.decode(enc.ids)
     assert [tuple(o) for o in out["offsets"]] == enc.offsets
     assert out["batch"] == [e.ids for e in tok.encode_batch(["one", "two documents"])]
+
+
+def test_interned_id_ints_keep_their_reference_counts():
+    """Id lists share one int object per id value (native/python/bindings.cc, interned_id): the
+    same values as fresh ints, and a list's references go away with it (a missing or extra
+    reference would free an int still in use, or leak)."""
+    import sys
+
+    ours, ref = load_pair("gpt2")
+    text = corpus_text(corpus_files()[0], 4 * 1024)
+    first = ours.encode(text).ids
+    assert first == ref.encode(text).ids
+    probe = max((i for i in set(first) if i > 256), key=first.count)  # past CPython's small ints
+    held = first[first.index(probe)]
+    before = sys.getrefcount(held)
+    lists = [ours.encode(text).ids for _ in range(20)]
+    assert all(x is held for ids in lists for x in ids if x == probe)
+    assert sys.getrefcount(held) == before + 20 * first.count(probe)
+    del lists
+    assert sys.getrefcount(held) == before
