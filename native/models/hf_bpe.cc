@@ -124,12 +124,15 @@ bool HfBpeModel::encode_fast(const uint8_t* piece, size_t n, std::vector<HfToken
     // Characters the vocabulary lacks (build_fast_path): the merge loop gives their <0xXX>
     // tokens, or unk, and nothing merges across them.
     const uint32_t from = start;
-    for (; i < ranks.size() && rank_to_id_[ranks[i]] == kSyntheticRank; ++i) start += length(ranks[i]);
-    --i;
-    if (start > n) {
-      out.resize(first);
-      return false;
+    for (; i < ranks.size() && ranks[i] < n_ranks_ && rank_to_id_[ranks[i]] == kSyntheticRank; ++i) {
+      const uint32_t k = length(ranks[i]);
+      if (k == 0 || k > n - start) {  // only a damaged file gets here
+        out.resize(first);
+        return false;
+      }
+      start += k;
     }
+    --i;
     std::vector<HfToken>& run = tl_run;
     run.clear();
     encode_word_merging(piece + from, start - from, run);
