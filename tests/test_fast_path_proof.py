@@ -7,8 +7,9 @@ transformers' TikTokenConverter does, but in a shuffled order inside each token'
 tokenizers' tie-break between two cuts of one token is never the leftmost one by accident.
 
 Two kinds of vocabulary: byte-level (ByteLevel pre-tokenizer, GPT-2 style) and character-level
-(SentencePiece style, Mistral/Gemma: multi-byte characters, U+2581, byte fallback and an unk
-token, and texts with characters the vocabulary lacks).
+(SentencePiece style, Mistral/Gemma: multi-byte characters, U+2581, and texts with characters the
+vocabulary lacks), the latter with byte fallback and an unk token ("chars") or with neither
+("chars_drop": tokenizers drops such a character and shifts every later offset of the word).
 
 The proof says such lists give tiktoken's answer whatever the order inside a block; the tests
 check it against `tokenizers` with the whole text as one piece, and check that a list breaking
@@ -25,7 +26,7 @@ import pytest
 
 from support import require_module
 
-ALPHABETS = {"bytes": "abc", "chars": "a\u00e9\u65e5\u2581"}
+ALPHABETS = {"bytes": "abc", "chars": "a\u00e9\u65e5\u2581", "chars_drop": "a\u00e9\u65e5\u2581"}
 STRANGERS = "z\u0436\U0001F600"  # characters a character vocabulary lacks: byte fallback
 KINDS = list(ALPHABETS)
 
@@ -66,9 +67,10 @@ def _tokenizer_json(tokens: list[str], merges: list[list[str]], kind: str, ignor
         level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
         pre_tokenizer, decoder = level, level
     else:
-        extra = ["<unk>"] + [f"<0x{b:02X}>" for b in range(256)]
-        model["vocab"].update({t: len(tokens) + i for i, t in enumerate(extra)})
-        model.update(unk_token="<unk>", fuse_unk=True, byte_fallback=True)
+        if kind == "chars":
+            extra = ["<unk>"] + [f"<0x{b:02X}>" for b in range(256)]
+            model["vocab"].update({t: len(tokens) + i for i, t in enumerate(extra)})
+            model.update(unk_token="<unk>", fuse_unk=True, byte_fallback=True)
         pre_tokenizer, decoder = None, {"type": "ByteFallback"}
     return json.dumps({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
                        "normalizer": None, "pre_tokenizer": pre_tokenizer, "post_processor": None,
@@ -76,14 +78,14 @@ def _tokenizer_json(tokens: list[str], merges: list[list[str]], kind: str, ignor
 
 
 def _texts(rng: random.Random, tokens: list[str], kind: str) -> list[str]:
-    letters = ALPHABETS[kind] + (STRANGERS if kind == "chars" else "")
+    letters = ALPHABETS[kind] + (STRANGERS if kind != "bytes" else "")
     texts = ["".join(rng.choice(letters) for _ in range(rng.randint(1, 60))) for _ in range(150)]
     # Repeated tokens, side by side and overlapping: where two cuts of one token meet.
     for _ in range(150):
         texts.append("".join(rng.choice(tokens) for _ in range(rng.randint(2, 10))))
         t = rng.choice(tokens[len(ALPHABETS[kind]):])
         texts.append(t * rng.randint(2, 6) + t[: rng.randint(0, len(t))])
-    if kind == "chars":
+    if kind != "bytes":
         texts += [t + rng.choice(STRANGERS) + t for t in rng.sample(tokens, 30)]
     return texts
 

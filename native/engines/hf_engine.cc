@@ -819,14 +819,26 @@ void emit_rewritten(const std::vector<HfToken>& tokens, const char* input, const
 // model would cut the rewritten piece into words before U+2581 anyway, so build each word straight
 // from the text (a space or the prefix becomes the replacement) and hand it to the model whole.
 // Same tokens and offsets as rewriting the piece and calling encode_word on it.
+struct SentencePieceScratch {
+  std::vector<HfToken> tokens;
+  std::string buf;
+  std::vector<uint32_t> source;
+};
+
+// The calling thread's scratch, from a call the compiler cannot see into: a reference bound to a
+// thread_local straight away is re-derived at every use inside the loop's lambdas (a call to
+// __tls_get_addr each time in a shared library: 12-17% of a SentencePiece-style encode).
+[[gnu::noinline]] SentencePieceScratch& sentencepiece_scratch() {
+  thread_local SentencePieceScratch scratch;
+  return scratch;
+}
+
 void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, std::string_view text,
                                 const Alignment& where, const Piece& p, RawEncoding& out, uint32_t word) {
-  thread_local std::vector<HfToken> tl_tokens;
-  thread_local std::string tl_buf;
-  thread_local std::vector<uint32_t> tl_source;
-  std::vector<HfToken>& tokens = tl_tokens;
-  std::string& buf = tl_buf;
-  std::vector<uint32_t>& source = tl_source;  // normalized byte behind each byte of buf
+  SentencePieceScratch& scratch = sentencepiece_scratch();
+  std::vector<HfToken>& tokens = scratch.tokens;
+  std::string& buf = scratch.buf;
+  std::vector<uint32_t>& source = scratch.source;  // normalized byte behind each byte of buf
   buf.clear();
   source.clear();
   size_t last = 0;  // where the last character of buf starts
@@ -840,7 +852,15 @@ void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, s
   auto append = [&](const char* bytes, size_t n, uint32_t from) {
     last = buf.size();
     buf.append(bytes, n);
-    source.insert(source.end(), n, from);
+    for (size_t k = 0; k < n; ++k) source.push_back(from);  // n <= 4 (a character) or |r|
+  };
+  // Whether the character at k is the replacement itself (compared inline: a character is short).
+  auto is_replacement = [&](uint32_t k, uint32_t n) {
+    if (n != r.size()) return false;
+    for (uint32_t b = 0; b < n; ++b) {
+      if (text[k + b] != r[b]) return false;
+    }
+    return true;
   };
   if (p.prefix) append(r.data(), r.size(), p.start);
   bool after_inert = p.prefix && model.inert(static_cast<uint8_t>(r[0]));  // buf's last character is inert
@@ -848,7 +868,7 @@ void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, s
     const bool space = text[k] == ' ';
     const uint32_t len = space ? 1 : utf8_length(static_cast<uint8_t>(text[k]));
     const uint32_t n = std::min<uint32_t>(len, p.end - k);
-    const bool mark = space || (n == r.size() && text.compare(k, n, r) == 0);
+    const bool mark = space || is_replacement(k, n);
     const bool here_inert = model.inert(static_cast<uint8_t>(space ? r[0] : text[k]));
     if (!buf.empty() &&
         (here_inert || after_inert ||

@@ -98,53 +98,6 @@ void HfBpeModel::set_fast_path(const TiktokenEngine* engine, const uint32_t* ran
   }
 }
 
-bool HfBpeModel::encode_fast(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
-  thread_local std::vector<uint32_t> tl_ranks;
-  thread_local std::vector<HfToken> tl_run;
-  std::vector<uint32_t>& ranks = tl_ranks;
-  ranks.clear();
-  fast_->encode_piece(piece, n, ranks);
-  const size_t first = out.size();
-  uint32_t start = 0;
-  auto length = [&](uint32_t r) {
-    std::string_view b;
-    return r < n_ranks_ && fast_->token_bytes(r, &b) ? static_cast<uint32_t>(b.size()) : 0u;
-  };
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const uint32_t len = length(ranks[i]);
-    if (len == 0 || len > n - start) {  // only a damaged file gets here
-      out.resize(first);
-      return false;
-    }
-    if (rank_to_id_[ranks[i]] != kSyntheticRank) {
-      out.push_back(HfToken{rank_to_id_[ranks[i]], start, start + len});
-      start += len;
-      continue;
-    }
-    // Characters the vocabulary lacks (build_fast_path): the merge loop gives their <0xXX>
-    // tokens, or unk, and nothing merges across them.
-    const uint32_t from = start;
-    for (; i < ranks.size() && ranks[i] < n_ranks_ && rank_to_id_[ranks[i]] == kSyntheticRank; ++i) {
-      const uint32_t k = length(ranks[i]);
-      if (k == 0 || k > n - start) {  // only a damaged file gets here
-        out.resize(first);
-        return false;
-      }
-      start += k;
-    }
-    --i;
-    std::vector<HfToken>& run = tl_run;
-    run.clear();
-    encode_word_merging(piece + from, start - from, run);
-    for (const HfToken& t : run) out.push_back(HfToken{t.id, from + t.start, from + t.end});
-  }
-  if (start != n) {
-    out.resize(first);
-    return false;
-  }
-  return true;
-}
-
 int32_t HfBpeModel::lookup(const std::string& key) const {
   if (vocab_.size() == 0) return -1;
   const int32_t v = vocab_.find(reinterpret_cast<const uint8_t*>(key.data()), key.size());
@@ -404,6 +357,55 @@ struct PairMerge {
 };
 
 }  // namespace
+
+bool HfBpeModel::encode_fast(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
+  struct Scratch {
+    std::vector<uint32_t> ranks;
+    Symbols run;
+  };
+  thread_local Scratch tl_scratch;
+  Scratch& scratch = tl_scratch;  // one TLS lookup per call
+  std::vector<uint32_t>& ranks = scratch.ranks;
+  ranks.clear();
+  fast_->encode_piece(piece, n, ranks);
+  const size_t first = out.size();
+  auto give_up = [&] {
+    out.resize(first);
+    return false;
+  };
+  uint32_t start = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const uint32_t r = ranks[i];
+    const uint32_t len = r < n_ranks_ ? fast_->token_length(r) : 0;
+    if (len == 0 || len > n - start) return give_up();  // only a damaged file gets here
+    if (rank_to_id_[r] != kSyntheticRank) {
+      out.push_back(HfToken{rank_to_id_[r], start, start + len});
+      start += len;
+      continue;
+    }
+    // Characters the vocabulary lacks (build_fast_path): nothing merges with their <0xXX>
+    // tokens or unk, so they are exactly char_symbols' symbols. A character dropped instead
+    // (no unk, no complete byte fallback) shifts every later offset of the word: the merge loop
+    // takes the whole word then.
+    const uint32_t from = start;
+    for (; i < ranks.size() && ranks[i] < n_ranks_ && rank_to_id_[ranks[i]] == kSyntheticRank; ++i) {
+      const uint32_t k = fast_->token_length(ranks[i]);
+      if (k == 0 || k > n - start) return give_up();
+      start += k;
+    }
+    --i;
+    Symbols& run = scratch.run;
+    run.clear();
+    if (char_symbols(piece + from, start - from, run)) return give_up();
+    uint32_t at = from;
+    for (size_t k = 0; k < run.size(); ++k) {
+      out.push_back(HfToken{run.id[k], at, at + run.len[k]});
+      at += run.len[k];
+    }
+  }
+  if (start != n) return give_up();
+  return true;
+}
 
 void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
   thread_local Symbols scratch;

@@ -163,8 +163,9 @@ class HfBpeModel final : public HfModel {
 
  private:
   int32_t lookup(const std::string& key) const;
-  // The fast path's answer for the piece (runs of a character vocabulary's synthetic ranks go to
-  // the merge loop); false, with nothing appended, only when the tables are damaged.
+  // The fast path's answer for the piece (runs of a character vocabulary's synthetic ranks become
+  // their byte-fallback or unk symbols); false, with nothing appended, when a character would be
+  // dropped (the merge loop then takes the piece) or the tables are damaged.
   bool encode_fast(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
   void encode_cached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
   // Initial symbols (see Symbols in .cc); true when some byte or character was dropped.
