@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/double_array.h"
+#include "core/thread_scratch.h"
 #include "core/utf8.h"
 #include "engines/batch_stages.h"
 #include "models/unigram.h"
@@ -637,16 +638,6 @@ struct CharBounds {
     return static_cast<uint32_t>(base + k);
   }
 };
-
-// The calling thread's scratch of type T, from a call the compiler cannot see into. A reference
-// bound straight to a thread_local is re-derived at every use inside a loop and its lambdas, which
-// in a shared library is a call to __tls_get_addr each time (measured: 12-17% of a
-// SentencePiece-style encode); through this call it is one lookup per encode.
-template <class T>
-[[gnu::noinline]] T& thread_scratch() {
-  thread_local T scratch;
-  return scratch;
-}
 
 struct StreamingScratch {
   std::vector<uint32_t> ranks;

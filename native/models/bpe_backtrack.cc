@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/thread_scratch.h"
+
 namespace crayon {
 
 namespace {
@@ -319,7 +321,7 @@ void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const u
 
 void bpe_encode_multi(const BpeTables& t, const piece::PieceTables& pt, uint64_t memo_owner, const uint8_t* piece,
                       size_t n, std::vector<uint32_t>& out) {
-  thread_local BacktrackScratch sc;
+  BacktrackScratch& sc = thread_scratch<BacktrackScratch>();
   CpuPairCheck check{t, pt, memo_owner, sc};
   append_or_reference(t, piece, n, out, [&](uint32_t len, uint32_t* dst) {
     if (sc.dead_end_free.size() < piece::dead_end_words(len)) sc.dead_end_free.resize(piece::dead_end_words(len));

@@ -8,6 +8,7 @@
 
 #include "models/bpe_backtrack.h"  // pair_slot: the fixed pair hash shared with the pair table
 #include "engines/tiktoken_engine.h"
+#include "core/thread_scratch.h"
 #include "core/utf8.h"
 
 namespace crayon {
@@ -216,6 +217,12 @@ struct Symbols {
   size_t size() const { return id.size(); }
 };
 
+// encode_fast's working memory (see core/thread_scratch.h).
+struct FastScratch {
+  std::vector<uint32_t> ranks;
+  Symbols run;
+};
+
 namespace {
 
 // UTF-8 length of the byte-level stand-in for byte b: printable ASCII stands for itself.
@@ -359,12 +366,7 @@ struct PairMerge {
 }  // namespace
 
 bool HfBpeModel::encode_fast(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
-  struct Scratch {
-    std::vector<uint32_t> ranks;
-    Symbols run;
-  };
-  thread_local Scratch tl_scratch;
-  Scratch& scratch = tl_scratch;  // one TLS lookup per call
+  FastScratch& scratch = thread_scratch<FastScratch>();
   std::vector<uint32_t>& ranks = scratch.ranks;
   ranks.clear();
   fast_->encode_piece(piece, n, ranks);

@@ -24,6 +24,7 @@
 #include <memory>
 
 #include "core/byte_key.h"
+#include "core/thread_scratch.h"
 
 namespace crayon {
 
@@ -36,11 +37,9 @@ class PieceCache {
   using Key = ByteKey;
   static Key make_key(const uint8_t* s, size_t n) { return make_byte_key(s, n); }
 
-  // The calling thread's cache.
-  static PieceCache& local() {
-    thread_local PieceCache cache;
-    return cache;
-  }
+  // The calling thread's cache (construct one directly only in tests).
+  static PieceCache& local() { return thread_scratch<PieceCache>(); }
+  PieceCache() : slots_(new Slot[kSlots]()) {}
 
   // Appends the cached ids of `k` for engine `tag` to out and returns true, or returns false.
   template <class Out>
@@ -73,8 +72,6 @@ class PieceCache {
     uint32_t ids[kMaxIds];
   };
   static_assert(sizeof(Slot) == 64, "one cache line per slot");
-
-  PieceCache() : slots_(new Slot[kSlots]()) {}
 
   Slot& slot(uint64_t tag, const Key& k) { return slots_[(k.hash ^ tag) & (kSlots - 1)]; }
 
