@@ -12,7 +12,7 @@ process, garbage collection off while timing, median over passes. Run it pinned:
 Faces and outputs:
   tiktoken face (cl100k_base, o200k_base, llama3):  crayon `encode_ordinary` (a list) and
       `encode_to_numpy` (the engine with array output) against tiktoken and fastokens' tiktoken face;
-  tokenizers face (qwen2_5, llama3_1, gpt2; mistral_v0_1, SentencePiece-style BPE):  crayon `Tokenizer.encode(d).ids` and
+  tokenizers face (qwen2_5, llama3_1, gpt2, deepseek_v3; mistral_v0_1 and gemma, SentencePiece-style BPE):  crayon `Tokenizer.encode(d).ids` and
       `encode_ids`-style arrays against tokenizers, fastokens and tokie.
 Every pass checks that all libraries returned the same ids as the reference (a mismatch is
 reported and fails the run). Results: benchmarks/results/peers.{md,json,png}; ratio = crayon MiB/s
@@ -38,7 +38,7 @@ DOC_BYTES = 16 * 1024
 CORPORA = {"en": "en_gutenberg_big.txt", "code": "code_python_stdlib.txt", "zh": "zh_hongloumeng.txt",
            "multi": "multi_udhr_scripts.txt"}
 TIKTOKEN_VOCABS = ["cl100k_base", "o200k_base", "llama3"]
-HF_VOCABS = ["qwen2_5", "llama3_1", "gpt2", "mistral_v0_1"]
+HF_VOCABS = ["qwen2_5", "llama3_1", "gpt2", "deepseek_v3", "mistral_v0_1", "gemma"]
 PEERS = ("fastokens", "tokie")
 
 
@@ -195,7 +195,7 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--vocab", action="append", help="a vocabulary (repeatable; default: all seven)")
+    ap.add_argument("--vocab", action="append", help="a vocabulary (repeatable; default: all nine)")
     ap.add_argument("--corpus", action="append", choices=list(CORPORA), help="a corpus (repeatable; default: all)")
     ap.add_argument("--passes", type=int, default=8)
     ap.add_argument("--per-pass", type=int, default=5, help="documents per library per pass")
