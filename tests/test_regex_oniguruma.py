@@ -1,10 +1,12 @@
 """Differential tests of the native Oniguruma-compatible regex engine and Split machinery.
 
-tests/native/regex_driver.cc is compiled with native/text/regex.cc, split.cc and pretokenize.cc (once
-optimised, once under AddressSanitizer + UndefinedBehaviorSanitizer) and fed batches of cases; every
-result is compared with what `tokenizers` itself returns from
+tests/native/regex_driver.cc is compiled with native/text/regex.cc, split.cc, pretokenize.cc and
+deepseek_split.cc (once optimised, once under AddressSanitizer + UndefinedBehaviorSanitizer) and fed
+batches of cases; every result is compared with what `tokenizers` itself returns from
 `pre_tokenizers.Split(Regex(p), behavior, invert=...).pre_tokenize_str(s)` (and the Whitespace,
-WhitespaceSplit, Digits and Punctuation pre-tokenizers), converted from char to byte offsets.
+WhitespaceSplit, Digits and Punctuation pre-tokenizers), converted from char to byte offsets. The
+hand-written scanners are also compared with the VM running the same pattern (wrapped in `(?:...)`,
+which no scanner recognises), on inputs tokenizers cannot take (invalid UTF-8).
 
 Inputs: every Split pattern found in ../shared/vocab/hf plus the tiktoken patterns (as a
 tokenizer.json converted from tiktoken would carry them), with every behaviour and both `invert`s;
@@ -35,7 +37,8 @@ tokenizers = require_module("tokenizers")
 from tokenizers import Regex  # noqa: E402
 from tokenizers import pre_tokenizers as pt  # noqa: E402
 
-SOURCES = [ROOT / "native" / n for n in ("text/regex.cc", "text/split.cc", "text/pretokenize.cc")] + [
+SOURCES = [ROOT / "native" / n for n in ("text/regex.cc", "text/split.cc", "text/pretokenize.cc",
+                                         "text/deepseek_split.cc")] + [
     ROOT / "tests" / "native" / "regex_driver.cc"
 ]
 BEHAVIORS = ["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
@@ -76,7 +79,8 @@ PATTERNS = {
     "o200k": O200K,
 }
 # Patterns a hand-written scanner must serve (checked below and by the differential tests).
-SCANNERS = {"gpt2": "gpt2", "llama3": "llama3", "qwen2": "qwen2"}
+SCANNERS = {"gpt2": "gpt2", "llama3": "llama3", "qwen2": "qwen2", "deepseek_digits": "deepseek_digits",
+            "deepseek_cjk": "deepseek_cjk", "deepseek_main": "deepseek_main"}
 
 ALPHABET = (
     list("aZsStTkK'’ \t\n\r\x0b\x0c.,!?-_/\\\"#$%&()[]{}<>|@^`~0123456789")
@@ -388,6 +392,58 @@ def test_hypothesis_dialect_patterns(driver, texts):
     pats = sorted({p for p, _ in DIALECT})
     check(driver, [("regex", "isolated", False, p, t) for p in pats for t in texts]
           + [("regex", "removed", False, p, t) for p in pats for t in texts])
+
+
+# Characters around the edges of DeepSeek-V3's classes: digits that are \p{N} but not ASCII, the ends
+# of its CJK ranges and their neighbours (U+9FA6 just past 龥, U+30FB inside katakana, U+3100 after),
+# marks, punctuation and symbols in and out of ASCII, \r \n and the other White_Space characters,
+# controls and format characters (in [^\r\n\p{L}\p{P}\p{S}] but in no other class).
+DEEPSEEK_ALPHABET = (
+    list("aZz09 \t\n\r\x0b\x0c\x00\x01\x1c\x7f.,!?-_/\\\"'#$%&()[]{}<>|@^`~+=*:;")
+    + ["٣", "²", "½", "Ⅵ", "\U0001d7d8", "一", "龥", "\u9fa6", "\u4dff", "ひ", "\u3040", "ゟ", "゠", "カ", "ヿ",
+       "\u30fb", "\u3100", "中", "한", "\u0301", "\u0308", "\u20dd", "é", "ß", "Ж", "\u02b0", "\u00a0",
+       "\u0085", "\u1680", "\u2000", "\u2028", "\u2029", "\u202f", "\u3000", "\u200b", "\ufeff", "€", "©",
+       "«", "、", "。", "\U0001f600", "\U000e0080", "\ue000", "\u00ad"]
+)
+DEEPSEEK = [PATTERNS[k] for k in ("deepseek_digits", "deepseek_cjk", "deepseek_main")]
+
+
+def _deepseek_texts(seed: int) -> tuple[list[str], list[bytes]]:
+    rng = random.Random(seed)
+    texts = ["".join(rng.choice(DEEPSEEK_ALPHABET) for _ in range(rng.randrange(0, 25))) for _ in range(1500)]
+    # Whitespace runs with and without \r \n, before letters, marks, punctuation, digits or the end.
+    dense = [" ", " ", "\t", "\n", "\r", "\u00a0", "\u3000", "a", "\u0301", ".", "1", "\x00", "中"]
+    texts += ["".join(rng.choice(dense) for _ in range(rng.randrange(1, 16))) for _ in range(500)]
+    texts += ["  \n  x", "a  ", "a \n", "\n\n", " \u0301", "\u0301a", "\u0301\u0301", "'abc", "'ébc", "'é",
+              "x\u3000\u3000y", "\t\n \t", "٣٣٣٣", "1234567", "一龥\u9fa6ひ\u30fbヿ\u3100", " !!\r\n\r\nx", " ,",
+              "\x00a", "\x001", "\u200ba", "²½x"]
+    texts += _corpus_samples(4 * 1024, 20, seed=seed)
+    # Invalid UTF-8: random bytes, and stray bytes (lone leads, truncated CJK) between valid text.
+    blobs = [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 30))) for _ in range(200)]
+    for _ in range(300):
+        a, b = (rng.choice(texts[:1500]).encode()[:12] for _ in range(2))
+        blobs.append(a + rng.choice([b"\x80", b"\xc3", b"\xe4\xb8", b"\xe9\xbe", b"\xf0\x9f\x98", b"\xff"]) + b)
+    return texts, blobs
+
+
+def test_deepseek_scanners_match_vm(driver):
+    """Each DeepSeek-V3 scanner gives the VM's matches for its pattern, invalid UTF-8 included.
+
+    "isolated" pieces are the matches and the gaps between them, "removed" only the gaps: together
+    they pin every match down."""
+    texts, blobs = _deepseek_texts(seed=7)
+    for p in DEEPSEEK:
+        for behavior in ("isolated", "removed"):
+            ours = run_driver(driver, [("regex", behavior, False, p, t) for t in texts + blobs])
+            vm = run_driver(driver, [("regex", behavior, False, f"(?:{p})", t) for t in texts + blobs])
+            assert ours[0][2] != "vm" and vm[0][2] == "vm"
+            bad = [(t, a[3], b[3]) for t, a, b in zip(texts + blobs, ours, vm) if a[3] != b[3]]
+            assert not bad, f"{p!r} {behavior}: {len(bad)} differ from the VM, e.g. {bad[:3]}"
+
+
+def test_deepseek_scanners_match_tokenizers(driver):
+    texts, _ = _deepseek_texts(seed=8)
+    check(driver, regex_cases(texts, patterns=DEEPSEEK, behaviors=["isolated", "removed"], inverts=(False,)))
 
 
 def test_invalid_utf8_is_safe(asan_driver):

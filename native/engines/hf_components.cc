@@ -118,7 +118,7 @@ class RegexSplitter final : public PieceSplitter {
  public:
   RegexSplitter(std::shared_ptr<const Regex> re, SplitBehavior behavior, bool invert)
       : re_(std::move(re)), behavior_(behavior), invert_(invert) {
-    scanner_isolated_ = behavior_ == SplitBehavior::kIsolated && !invert_ && re_->scanner() != Regex::Scanner::kNone;
+    scanner_isolated_ = behavior_ == SplitBehavior::kIsolated && !invert_ && re_->tiles();
   }
   bool streams() const override { return scanner_isolated_; }
   size_t piece_end(std::string_view text, size_t pos) const override {

@@ -57,6 +57,7 @@
 #include <utility>
 #include <vector>
 
+#include "text/deepseek_split.h"
 #include "text/pretokenize.h"
 #include "tables/regex_tables.h"
 #include "core/utf8.h"
@@ -1972,6 +1973,15 @@ constexpr std::string_view kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// DeepSeek-V3's Split patterns, in the order its tokenizer.json runs them. The last one holds a
+// real CR and LF inside its brackets (so does the JSON), hence no raw string.
+constexpr std::string_view kDeepSeekDigitsPattern = R"(\p{N}{1,3})";
+// [一-龥぀-ゟ゠-ヿ]+ spelled as UTF-8 bytes, whatever the compiler's execution character set.
+constexpr std::string_view kDeepSeekCjkPattern =
+    "[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F\xE3\x82\xA0-\xE3\x83\xBF]+";
+constexpr std::string_view kDeepSeekWordsPattern =
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+    "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
 
 }  // namespace
 
@@ -2006,6 +2016,9 @@ Regex::Regex(std::string_view pattern, RegexDialect dialect) : pattern_(pattern)
   if (pattern == kGpt2Pattern) scanner_ = Scanner::kGpt2;
   if (pattern == kLlama3Pattern) scanner_ = Scanner::kLlama3;
   if (pattern == kQwen2Pattern) scanner_ = Scanner::kQwen2;
+  if (pattern == kDeepSeekDigitsPattern) scanner_ = Scanner::kDeepSeekDigits;
+  if (pattern == kDeepSeekCjkPattern) scanner_ = Scanner::kDeepSeekCjk;
+  if (pattern == kDeepSeekWordsPattern) scanner_ = Scanner::kDeepSeekWords;
 }
 
 Regex::~Regex() = default;
@@ -2014,9 +2027,19 @@ Regex& Regex::operator=(Regex&&) noexcept = default;
 
 bool Regex::nullable() const { return prog_->nullable; }
 
+bool Regex::tiles() const {
+  return scanner_ == Scanner::kGpt2 || scanner_ == Scanner::kLlama3 || scanner_ == Scanner::kQwen2;
+}
+
 bool Regex::search(std::string_view text, size_t from, size_t& match_start, size_t& match_end) const {
   if (from > text.size()) return false;
-  if (scanner_ != Scanner::kNone) {
+  switch (scanner_) {
+    case Scanner::kDeepSeekDigits: return search_deepseek_digits(text, from, match_start, match_end);
+    case Scanner::kDeepSeekCjk: return search_deepseek_cjk(text, from, match_start, match_end);
+    case Scanner::kDeepSeekWords: return search_deepseek_words(text, from, match_start, match_end);
+    default: break;
+  }
+  if (tiles()) {
     // These patterns match a non-empty string at every position, so the leftmost match starts at
     // `from` and the scanner gives its end.
     if (from >= text.size()) return false;
@@ -2025,7 +2048,7 @@ bool Regex::search(std::string_view text, size_t from, size_t& match_start, size
       case Scanner::kGpt2: match_end = piece_end(SplitPattern::kR50k, text, from); break;
       case Scanner::kLlama3: match_end = piece_end(SplitPattern::kLlama3, text, from); break;
       case Scanner::kQwen2: match_end = piece_end_qwen2(text, from); break;
-      case Scanner::kNone: break;
+      default: break;
     }
     return true;
   }

@@ -14,8 +14,9 @@
 //     is explored twice and a search costs O(program x text);
 //   * recursion only for lookaround and atomic bodies, whose nesting depth is bounded by the
 //     pattern (at most kMaxNesting); everything else uses an explicit heap stack.
-// Patterns equal to one that a hand-written scanner in pretokenize.cc reproduces exactly (GPT-2,
-// Llama 3, Qwen2) dispatch to that scanner.
+// Patterns equal to one that a hand-written scanner reproduces exactly dispatch to that scanner:
+// GPT-2, Llama 3, Qwen2 (pretokenize.cc; they match at every position) and DeepSeek-V3's three
+// Split patterns (deepseek_split.cc; searches, since they skip characters).
 //
 // Anything the engine does not implement (backreferences, conditionals, \G, \K, \R, \X, absent
 // operator, unknown properties, case-insensitive multi-character folds, ...) throws RegexError
@@ -72,8 +73,11 @@ class Regex {
   const std::string& pattern() const { return pattern_; }
   RegexDialect dialect() const { return dialect_; }
   // The hand-written scanner this pattern dispatches to, or kNone when the VM runs.
-  enum class Scanner : uint8_t { kNone, kGpt2, kLlama3, kQwen2 };
+  enum class Scanner : uint8_t { kNone, kGpt2, kLlama3, kQwen2, kDeepSeekDigits, kDeepSeekCjk, kDeepSeekWords };
   Scanner scanner() const { return scanner_; }
+  // True when the pattern matches a non-empty string at every position, so that successive
+  // matches tile any text (the scanners of pretokenize.cc); callers may then stream pieces.
+  bool tiles() const;
   // True when the pattern can match the empty string (then searches never skip positions).
   bool nullable() const;
 

@@ -37,6 +37,9 @@ const char* scanner_name(crayon::Regex::Scanner s) {
     case crayon::Regex::Scanner::kGpt2: return "gpt2";
     case crayon::Regex::Scanner::kLlama3: return "llama3";
     case crayon::Regex::Scanner::kQwen2: return "qwen2";
+    case crayon::Regex::Scanner::kDeepSeekDigits: return "deepseek_digits";
+    case crayon::Regex::Scanner::kDeepSeekCjk: return "deepseek_cjk";
+    case crayon::Regex::Scanner::kDeepSeekWords: return "deepseek_main";
     case crayon::Regex::Scanner::kNone: break;
   }
   return "vm";

@@ -1,0 +1,224 @@
+// DeepSeek-V3's Split patterns as hand-written searches (see deepseek_split.h).
+//
+// Why: on the regex VM these three patterns took ~30% of a DeepSeek-V3 encode. Each is simple
+// enough that Oniguruma's backtracking can be worked out by hand into forward scans, as
+// pretokenize.cc does for the tiktoken patterns; the difference is that a position may start no
+// match at all, so each function walks start positions the way the VM does (one character, by
+// decode length, at a time) until one matches.
+//
+// Notation for `words` (each class exactly as the VM reads it from regex_tables.h):
+//   A  = [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~] (the 32 ASCII punctuation and symbol characters)
+//   B  = [^\r\n\p{L}\p{P}\p{S}] (includes \p{M}, \p{N}, spaces other than \r \n, invalid bytes)
+//   LM = [\p{L}\p{M}]   PS = [\p{P}\p{S}]   NL = [\r\n]   S = \s (White_Space)
+// At a position i holding character c, followed by d, the alternatives in order give:
+//   1. c in A, d in [A-Za-z]: through the run of ASCII letters after c.
+//   2. B? LM+: if c is in LM, the LM run from c (when c is a mark, B? may take it, but the run
+//      from d then ends where the run from c does; when d is no LM, B? gives c back and LM+ takes
+//      it). Otherwise if c is in B and d in LM, the LM run from d.
+//   3. " "? PS+ NL*: c in PS: the PS run from c, then the NL run. c a space (which is in B, so
+//      alternative 2 came first) and d in PS: the same from d. No later part can fail, so greedy.
+//   4. \s* NL+: \s* takes the S run from c and gives it back one character at a time until NL+
+//      can start, so the match ends just after the run's last \r or \n (NL+ cannot go further:
+//      what follows that character is no NL). No NL in the run: no match.
+//   5. \s+(?!\S): the whole S run if it reaches the end of the text (\S fails there); otherwise
+//      the run minus its last character (which is S, so (?!\S) holds before it), if the run has
+//      at least two characters.
+//   6. \s+: the whole S run.
+// A character that is in B but not in S, followed by no LM (a digit, a control character, an
+// invalid byte, a format character), starts no match; nor does anything at the end of the text.
+//
+// The slow twin is the VM itself: tests/test_regex_oniguruma.py runs each pattern through the
+// scanner and, wrapped in (?:...) so that no scanner is recognised, through the VM, and compares
+// both with `tokenizers`.
+#include "text/deepseek_split.h"
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+
+#include "core/utf8.h"
+#include "tables/regex_tables.h"
+
+namespace crayon {
+namespace {
+
+namespace rt = regex_tables;
+
+// Character class bits.
+constexpr uint8_t kL = 0x01;            // \p{L}
+constexpr uint8_t kM = 0x02;            // \p{M}
+constexpr uint8_t kN = 0x04;            // \p{N}
+constexpr uint8_t kPS = 0x08;           // [\p{P}\p{S}]
+constexpr uint8_t kS = 0x10;            // \s
+constexpr uint8_t kNl = 0x20;           // [\r\n]
+constexpr uint8_t kAsciiPunct = 0x40;   // A
+constexpr uint8_t kAsciiLetter = 0x80;  // [A-Za-z]
+
+constexpr uint32_t cats(std::initializer_list<rt::Category> cs) {
+  uint32_t m = 0;
+  for (rt::Category c : cs) m |= uint32_t{1} << c;
+  return m;
+}
+constexpr uint32_t kLetterCats = cats({rt::kLu, rt::kLl, rt::kLt, rt::kLm, rt::kLo});
+constexpr uint32_t kMarkCats = cats({rt::kMn, rt::kMc, rt::kMe});
+constexpr uint32_t kNumberCats = cats({rt::kNd, rt::kNl, rt::kNo});
+constexpr uint32_t kPunctSymbolCats = cats({rt::kPc, rt::kPd, rt::kPs, rt::kPe, rt::kPi, rt::kPf, rt::kPo,
+                                            rt::kSm, rt::kSc, rt::kSk, rt::kSo});
+
+// Class bits of a code point (or utf8::kInvalid, which has none), from the VM's own tables.
+uint8_t classify(uint32_t cp) {
+  if (cp == utf8::kInvalid) return 0;
+  const uint16_t p = rt::props(cp);
+  const uint32_t cat = uint32_t{1} << (p & rt::kCategoryMask);
+  uint8_t c = 0;
+  if (cat & kLetterCats) c |= kL;
+  if (cat & kMarkCats) c |= kM;
+  if (cat & kNumberCats) c |= kN;
+  if (cat & kPunctSymbolCats) c |= kPS;
+  if (p & rt::kSpace) c |= kS;
+  if (cp == '\r' || cp == '\n') c |= kNl;
+  const bool ascii_letter = cp < 0x80 && (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
+  if (ascii_letter) c |= kAsciiLetter;
+  if (cp >= 0x21 && cp <= 0x7E && !ascii_letter && !(cp >= '0' && cp <= '9')) c |= kAsciiPunct;
+  return c;
+}
+
+std::array<uint8_t, 128> ascii_classes() {
+  std::array<uint8_t, 128> t{};
+  for (uint32_t b = 0; b < 128; ++b) t[b] = classify(b);
+  return t;
+}
+const std::array<uint8_t, 128> kAscii = ascii_classes();
+
+struct Char {
+  uint32_t cp;   // code point or utf8::kInvalid; 0 at the end of the text
+  uint32_t len;  // bytes; 0 only at the end of the text
+  uint8_t cls;   // class bits; 0 at the end of the text
+};
+
+class Text {
+ public:
+  explicit Text(std::string_view text) : s_(reinterpret_cast<const uint8_t*>(text.data())), n_(text.size()) {}
+
+  size_t size() const { return n_; }
+
+  Char at(size_t pos) const {
+    if (pos >= n_) return {0, 0, 0};
+    const uint8_t b = s_[pos];
+    if (b < 0x80) return {b, 1, kAscii[b]};
+    const utf8::Decoded d = utf8::decode(s_ + pos, s_ + n_);
+    return {d.cp, d.len, classify(d.cp)};
+  }
+
+  // End of the run of characters having any bit of `mask` from pos.
+  size_t run(size_t pos, uint8_t mask) const {
+    for (;;) {
+      const Char c = at(pos);
+      if (!(c.cls & mask)) return pos;
+      pos += c.len;
+    }
+  }
+
+  // End of the run of ASCII letters from pos.
+  size_t ascii_letters(size_t pos) const {
+    while (pos < n_ && s_[pos] < 0x80 && (kAscii[s_[pos]] & kAsciiLetter)) ++pos;
+    return pos;
+  }
+
+ private:
+  const uint8_t* s_;
+  size_t n_;
+};
+
+// End of the `words` match starting at i (holding c), or 0 when none starts there.
+size_t words_end(const Text& t, size_t i, const Char& c) {
+  const size_t next = i + c.len;
+  if (c.cls & kAsciiPunct) {
+    const size_t e = t.ascii_letters(next);
+    if (e > next) return e;
+  }
+  if (c.cls & (kL | kM)) return t.run(next, kL | kM);
+  const Char d = t.at(next);
+  const bool in_b = !(c.cls & (kNl | kL | kPS));
+  if (in_b && (d.cls & (kL | kM))) return t.run(next + d.len, kL | kM);
+  if (c.cls & kPS) return t.run(t.run(next, kPS), kNl);
+  if (c.cp == ' ' && (d.cls & kPS)) return t.run(t.run(next + d.len, kPS), kNl);
+  if (!(c.cls & kS)) return 0;
+  // The S run from i: its end, the start of its last character, the end of its last NL.
+  size_t end = i, last = i, after_nl = 0;
+  for (Char e = c; e.cls & kS; e = t.at(end)) {
+    last = end;
+    end += e.len;
+    if (e.cls & kNl) after_nl = end;
+  }
+  if (after_nl) return after_nl;
+  if (end == t.size() || last == i) return end;
+  return last;
+}
+
+inline bool is_cjk(uint32_t cp) { return (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x4E00 && cp <= 0x9FA5); }
+
+// Every character of the cjk class is three bytes led by E3..E9 (U+3040 is E3 81 80, U+9FA5 is
+// E9 BE A5). The length of the class character at pos, or 0.
+inline size_t cjk_at(const uint8_t* s, size_t n, size_t pos) {
+  if (static_cast<uint8_t>(s[pos] - 0xE3) > 0xE9 - 0xE3) return 0;
+  const utf8::Decoded d = utf8::decode(s + pos, s + n);
+  return d.cp != utf8::kInvalid && is_cjk(d.cp) ? d.len : 0;
+}
+
+}  // namespace
+
+bool search_deepseek_digits(std::string_view text, size_t from, size_t& match_start, size_t& match_end) {
+  const Text t(text);
+  for (size_t i = from; i < t.size();) {
+    const Char c = t.at(i);
+    if (c.cls & kN) {
+      size_t e = i + c.len;
+      for (int k = 1; k < 3; ++k) {
+        const Char d = t.at(e);
+        if (!(d.cls & kN)) break;
+        e += d.len;
+      }
+      match_start = i;
+      match_end = e;
+      return true;
+    }
+    i += c.len;
+  }
+  return false;
+}
+
+bool search_deepseek_cjk(std::string_view text, size_t from, size_t& match_start, size_t& match_end) {
+  // Only bytes E3..E9 need decoding: such a byte is no continuation byte (80..BF), so it starts a
+  // character however the VM stepped from `from`, and every character before it is outside the class.
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = from; i < n; ++i) {
+    size_t len = cjk_at(s, n, i);
+    if (len == 0) continue;
+    size_t e = i;
+    do {
+      e += len;
+    } while (e < n && (len = cjk_at(s, n, e)) != 0);
+    match_start = i;
+    match_end = e;
+    return true;
+  }
+  return false;
+}
+
+bool search_deepseek_words(std::string_view text, size_t from, size_t& match_start, size_t& match_end) {
+  const Text t(text);
+  for (size_t i = from; i < t.size();) {
+    const Char c = t.at(i);
+    if (const size_t e = words_end(t, i, c)) {
+      match_start = i;
+      match_end = e;
+      return true;
+    }
+    i += c.len;
+  }
+  return false;
+}
+
+}  // namespace crayon
