@@ -231,3 +231,28 @@ def test_interned_id_ints_keep_their_reference_counts():
     assert sys.getrefcount(held) == before + 20 * first.count(probe)
     del lists
     assert sys.getrefcount(held) == before
+
+
+@pytest.mark.parametrize("behavior", ["Removed", "Isolated", "MergedWithPrevious", "Contiguous"])
+def test_ids_only_split_pieces_on_the_fast_path(behavior):
+    """Pre-tokenizers that do not stream (several steps, or pieces that leave text out) hand the
+    ids-only encode a list of pieces that go straight to the tiktoken engine
+    (HfEngine::encode_pieces_fast); ids against tokenizers, and against the offsets path."""
+    import json
+
+    tokenizers = require_module("tokenizers")
+    from crayon_hf import Tokenizer
+
+    data = json.loads(require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json").read_text(encoding="utf-8"))
+    data["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": r"\s+|\d"}, "behavior": behavior, "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    text = json.dumps(data)
+    ours, ref = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    assert ours._engine.has_fast_path
+    for t in texts():
+        expected = ref.encode(t)
+        got = ours.encode(t)
+        assert got.ids == expected.ids, t[:60]
+        assert got.offsets == expected.offsets, t[:60]  # the eager path, read after the ids
+    assert [e.ids for e in ours.encode_batch(texts())] == [e.ids for e in ref.encode_batch(texts())]

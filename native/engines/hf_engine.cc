@@ -646,8 +646,9 @@ struct StreamingScratch {
 
 }  // namespace
 
-template <bool kOffsets>
-void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
+template <bool kOffsets, class NextPiece>
+void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word,
+                                  NextPiece&& next) const {
   const HfBpeModel& model = *bpe_;
   const TiktokenEngine& fast = *model.fast_engine();
   const uint32_t* rank_to_id = model.rank_to_id();
@@ -675,10 +676,8 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       out.ids.push_back(id);
     }
   };
-  for (size_t pos = 0; pos < n;) {
+  for (size_t pos = 0, end = 0; next(pos, end);) {
     if (out.full()) return;
-    size_t end = streaming_->piece_end(text, pos);
-    if (end <= pos || end > n) end = n;  // a scanner always advances; guard anyway
     const uint8_t* piece = bytes + pos;
     const size_t len = end - pos;
     // What HfBpeModel::encode_word_uncached does before its fast path: ignore_merges looks the
@@ -689,7 +688,6 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       if (id >= 0 && static_cast<uint32_t>(id) < n_ids) {
         push(static_cast<uint32_t>(id), pos, end, true);
         ++word;
-        pos = end;
         continue;
       }
     }
@@ -701,7 +699,6 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       encode_word_checked(model, piece, len, tokens);
       for (const HfToken& t : tokens) push(t.id, pos + t.start, pos + t.end, false);
       ++word;
-      pos = end;
       continue;
     }
     ranks.clear();
@@ -714,7 +711,6 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
         out.ids.push_back(rank_to_id[r]);
       }
       ++word;
-      pos = end;
       continue;
     }
     // Token lengths from the checked offset table (an absent rank has length 0, which tiles
@@ -725,7 +721,6 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       if (r >= n_ranks || rank_to_id[r] >= n_ids || fast.token_length(r) != len) damaged(len);
       push(rank_to_id[r], pos, end, true);
       ++word;
-      pos = end;
       continue;
     }
     size_t at = 0;
@@ -737,8 +732,20 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
     }
     if (at != len) damaged(len);
     ++word;
-    pos = end;
   }
+}
+
+template <bool kOffsets>
+void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
+  size_t cursor = 0;
+  encode_pieces_fast<kOffsets>(text, base, out, word, [&](size_t& start, size_t& end) {
+    if (cursor >= text.size()) return false;
+    start = cursor;
+    end = streaming_->piece_end(text, cursor);
+    if (end <= start || end > text.size()) end = text.size();  // a scanner always advances; guard anyway
+    cursor = end;
+    return true;
+  });
 }
 
 void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
@@ -1085,6 +1092,21 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
 
     if (!is_byte_level()) {
       encode_text_pieces(*model_, metaspace_, unk_text_, text, where, pieces, out, word);
+      continue;
+    }
+    // Ids only on a byte-level fast path: the pieces go straight to the tiktoken engine, as in
+    // encode_streaming_fast (offsets, and pieces with an inserted space, take the loop below).
+    if (!out.with_offsets && bpe_ && bpe_->has_fast_path() &&
+        std::none_of(pieces.begin(), pieces.end(), [](const Piece& p) { return p.prefix; })) {
+      size_t k = 0;
+      encode_pieces_fast<false>(text, 0, out, word, [&](size_t& start, size_t& end) {
+        for (; k < pieces.size() && pieces[k].end <= pieces[k].start; ++k) ++word;  // as the loop below counts them
+        if (k >= pieces.size()) return false;
+        start = pieces[k].start;
+        end = pieces[k].end;
+        ++k;
+        return true;
+      });
       continue;
     }
     // The model, piece by piece.

@@ -265,6 +265,10 @@ class HfEngine {
   // the tiktoken engine (and its piece cache), without HfToken vectors; same output.
   template <bool kOffsets>
   void encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const;
+  // Its loop over any pieces of `text`: next(start, end) gives the next piece or returns false.
+  template <bool kOffsets, class NextPiece>
+  void encode_pieces_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word,
+                          NextPiece&& next) const;
 
   std::shared_ptr<const Cartridge> cartridge_;
   HfPipeline pipeline_;
