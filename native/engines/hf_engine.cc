@@ -666,7 +666,6 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
     throw CartridgeError("invalid cartridge: its fast path's tokens do not tile a " + std::to_string(len) +
                          "-byte word; the vocabulary, rank and trie sections disagree (rebuild the cartridge)");
   };
-  out.reserve_more(n / 3 + 16);  // ~4 bytes per token on most text
   // Ids only: one push per token and no character-boundary walks (kOffsets is out.with_offsets).
   auto push = [&](uint32_t id, size_t from, size_t to, bool whole) {
     if constexpr (kOffsets) {
@@ -737,6 +736,9 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
 
 template <bool kOffsets>
 void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {
+  // Once per text (~4 bytes per token on most text). Not in encode_pieces_fast: the split path
+  // calls it once per added-token split, and exact reserves there would reallocate every time.
+  out.reserve_more(text.size() / 3 + 16);
   size_t cursor = 0;
   encode_pieces_fast<kOffsets>(text, base, out, word, [&](size_t& start, size_t& end) {
     if (cursor >= text.size()) return false;
@@ -964,6 +966,19 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
 
 }  // namespace
 
+namespace {
+
+// encode_text_split's working memory.
+struct SplitScratch {
+  std::vector<Piece> pieces, next;
+  ByteRanges ranges;
+  std::string scratch;
+  std::vector<uint32_t> char_starts;
+  std::vector<HfToken> tokens;
+};
+
+}  // namespace
+
 void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool encode_special_tokens,
                                  RawEncoding& out, uint32_t& word) const {
   // Normalize; the alignment stays implicit while the text is unchanged.
@@ -999,18 +1014,13 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
   splits.clear();
   added_normalized_.split(text, encode_special_tokens, splits);
 
-  thread_local std::vector<Piece> tl_pieces, tl_next;
-  thread_local ByteRanges tl_ranges;
-  thread_local std::string tl_scratch;
-  thread_local std::vector<uint32_t> tl_char_starts;
-  thread_local std::vector<HfToken> tl_tokens;
-  // Plain references: one TLS lookup each per call instead of one per use.
-  std::vector<Piece>& pieces = tl_pieces;
-  std::vector<Piece>& next = tl_next;
-  ByteRanges& ranges = tl_ranges;
-  std::string& scratch = tl_scratch;
-  std::vector<uint32_t>& char_starts = tl_char_starts;
-  std::vector<HfToken>& tokens = tl_tokens;
+  SplitScratch& sc = thread_scratch<SplitScratch>();  // (see core/thread_scratch.h)
+  std::vector<Piece>& pieces = sc.pieces;
+  std::vector<Piece>& next = sc.next;
+  ByteRanges& ranges = sc.ranges;
+  std::string& scratch = sc.scratch;
+  std::vector<uint32_t>& char_starts = sc.char_starts;
+  std::vector<HfToken>& tokens = sc.tokens;
   const auto& steps = pipeline_.pre_tokenizers;
 
   for (const AddedSplit& s : splits) {

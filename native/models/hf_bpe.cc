@@ -410,11 +410,9 @@ bool HfBpeModel::encode_fast(const uint8_t* piece, size_t n, std::vector<HfToken
 }
 
 void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
-  thread_local Symbols scratch;
-  Symbols& sym = scratch;  // one TLS lookup per call
+  Symbols& sym = thread_scratch<Symbols>();  // (see core/thread_scratch.h)
   sym.clear();
-  thread_local MergeMemo tl_memo;
-  MergeMemo::Entry* const memo = tl_memo.entries.get();
+  MergeMemo::Entry* const memo = thread_scratch<MergeMemo>().entries.get();
   const uint64_t owner = cache_.owner();
   auto merge_of = [&](uint32_t left, uint32_t right) {
     const uint64_t pair = uint64_t{left} << 32 | right;

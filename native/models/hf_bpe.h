@@ -142,7 +142,8 @@ class HfBpeModel final : public HfModel {
   // Routes the merge loop through a tiktoken engine whose ranks reproduce this merge list exactly
   // (see hf_engine.cc, build_fast_path); rank_to_id maps its ranks back to ids. The engine must
   // outlive the model.
-  // Bytes without a token of their own never take the fast path (see set_fast_path in .cc).
+  // In a byte vocabulary, bytes without a token of their own never take the fast path; in a
+  // character vocabulary, characters it lacks show as kSyntheticRank (see encode_fast).
   // `spells_all`: every token of the vocabulary has a rank, so with ignore_merges the engine's own
   // whole-piece lookup answers for the vocabulary's.
   void set_fast_path(const TiktokenEngine* engine, const uint32_t* rank_to_id, uint32_t n_ranks, bool spells_all);
