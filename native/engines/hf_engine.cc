@@ -506,6 +506,7 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
                !steps[1].splitter && !steps[1].add_prefix_space) {
       streaming_ = steps[0].splitter.get();
     }
+    if (streaming_ != nullptr && streaming_->regex() != nullptr) streaming_scanner_ = streaming_->regex()->scanner();
   }
   if (c.find(kVSTI) != nullptr) {
     // {u32 n, u32 blob_size, u32 offsets[n + 1], u8 present[n], blob}: sizes checked here, each
@@ -700,18 +701,23 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
       ++word;
       continue;
     }
-    ranks.clear();
-    fast.encode_piece(piece, len, ranks);
     if constexpr (!kOffsets) {
-      // Ids only, as the tiktoken face pushes them: the encoder's ranks are trie values below
-      // n_ranks and HRID's ids were checked by ready(), so no token's bytes need reading here.
-      for (const uint32_t r : ranks) {
+      // Ids only, as the tiktoken face pushes them: the encoder appends ranks to the ids, which
+      // become ids in place. Ranks are trie values below n_ranks and HRID's ids were checked by
+      // ready(), so no token's bytes need reading here.
+      std::vector<uint32_t>& ids = out.ids;
+      const size_t first = ids.size();
+      fast.encode_piece(piece, len, ids);
+      for (size_t i = first; i < ids.size(); ++i) {
+        const uint32_t r = ids[i];
         if (r >= n_ranks) damaged(len);
-        out.ids.push_back(rank_to_id[r]);
+        ids[i] = model.id_of_rank(r);
       }
       ++word;
       continue;
     }
+    ranks.clear();
+    fast.encode_piece(piece, len, ranks);
     // Token lengths from the checked offset table (an absent rank has length 0, which tiles
     // nothing): they place each token's offsets, and a damaged table shows as tokens that do not
     // tile the piece.
@@ -739,15 +745,25 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
   // Once per text (~4 bytes per token on most text). Not in encode_pieces_fast: the split path
   // calls it once per added-token split, and exact reserves there would reallocate every time.
   out.reserve_more(text.size() / 3 + 16);
-  size_t cursor = 0;
-  encode_pieces_fast<kOffsets>(text, base, out, word, [&](size_t& start, size_t& end) {
-    if (cursor >= text.size()) return false;
-    start = cursor;
-    end = streaming_->piece_end(text, cursor);
-    if (end <= start || end > text.size()) end = text.size();  // a scanner always advances; guard anyway
-    cursor = end;
-    return true;
-  });
+  // The scanner is called straight where the splitter is one of the hand-written ones (no virtual
+  // call, nor the regex's dispatch, per piece).
+  auto stream = [&](auto&& piece_end_at) {
+    size_t cursor = 0;
+    encode_pieces_fast<kOffsets>(text, base, out, word, [&](size_t& start, size_t& end) {
+      if (cursor >= text.size()) return false;
+      start = cursor;
+      end = piece_end_at(cursor);
+      if (end <= start || end > text.size()) end = text.size();  // a scanner always advances; guard anyway
+      cursor = end;
+      return true;
+    });
+  };
+  switch (streaming_scanner_) {
+    case Regex::Scanner::kGpt2: return stream([&](size_t at) { return piece_end(SplitPattern::kR50k, text, at); });
+    case Regex::Scanner::kLlama3: return stream([&](size_t at) { return piece_end(SplitPattern::kLlama3, text, at); });
+    case Regex::Scanner::kQwen2: return stream([&](size_t at) { return piece_end_qwen2(text, at); });
+    default: return stream([&](size_t at) { return streaming_->piece_end(text, at); });
+  }
 }
 
 void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {

@@ -67,6 +67,8 @@ class PieceSplitter {
   // time: then streams() is true and piece_end(text, pos) is the end of the piece at pos.
   virtual bool streams() const { return false; }
   virtual size_t piece_end(std::string_view text, size_t pos) const { return text.size(); }
+  // The regex behind a streaming splitter, when there is one (its scanner can be called directly).
+  virtual const Regex* regex() const { return nullptr; }
 };
 
 struct PreTokenizerStep {
@@ -284,6 +286,7 @@ class HfEngine {
   // The one splitter of a pipeline that is just "scanner, then bytes" (no prefix space, no other
   // step): then text splits without a normalizer change stream straight into the model.
   const PieceSplitter* streaming_ = nullptr;
+  Regex::Scanner streaming_scanner_ = Regex::Scanner::kNone;  // its hand-written scanner, when it has one
   std::shared_ptr<const TiktokenEngine> fast_;  // set when the merge list is tiktoken-equivalent
   const uint32_t* decode_offsets_ = nullptr;  // n_ids + 1 entries into decode_bytes_
   const uint8_t* decode_bytes_ = nullptr;

@@ -66,6 +66,16 @@ HfBpeModel::HfBpeModel(DoubleArrayView vocab, const HfMergeEntry* merges, uint64
 }
 
 void HfBpeModel::prepare() {
+  if (fast_ != nullptr && n_ranks_ > 0) {
+    // The longest tail of ranks whose ids follow them one for one. Every entry is an id < n_ids
+    // (checked before this runs), so an id computed from the step is one of them.
+    const uint32_t last = n_ranks_ - 1;
+    const uint32_t step = rank_to_id_[last] - last;
+    uint32_t from = last;
+    while (from > 0 && rank_to_id_[from - 1] == from - 1 + step) --from;
+    rank_step_from_ = from;
+    rank_step_ = step;
+  }
   if (seg_.enabled) {
     // Tokens some merge uses (as either side); an ASCII character whose one symbol is none of them
     // never merges with anything. An unknown one without byte fallback would become unk, whose
