@@ -141,6 +141,15 @@ def test_ids_only_and_limited_engine_prefix_is_exact(folder):
         m_whole, _ = full.assemble(keep, *args)
         assert np.array_equal(m_part, m_whole), f"{folder}: limit {limit}"
     assert engine.encode_batch_id_lists(docs, False, 1) == [full.doc(i)[0].tolist() for i in range(len(docs))]
+    # A post-processor's fixed prefix and suffix go around the ids in the same list, the ints shared.
+    before, after = [7, 2**40, 0], [5]
+    wrapped = engine.encode_batch_id_lists(docs, False, 1, before, after)
+    assert wrapped == [before + full.doc(i)[0].tolist() + after for i in range(len(docs))]
+    assert all(w[1] is before[1] for w in wrapped)
+    assert engine.encode_id_list(docs[0], False, before, after) == wrapped[0]
+    assert engine.encode_id_list(docs[0], False, [], []) == engine.encode_id_list(docs[0]) == full.doc(0)[0].tolist()
+    with pytest.raises(TypeError):
+        engine.encode_id_list(docs[0], False, (1,), [])
 
 
 @pytest.mark.parametrize("folder", ["gpt2", "llama3_1", "qwen2_5", "bert_base_uncased", "t5_small"])

@@ -282,16 +282,31 @@ class PyEngine {
 
   py::list to_list(const std::vector<uint32_t>& ids) const { return id_list(ids.data(), ids.size()); }
 
-  static py::list id_list(const uint32_t* ids, size_t n) {
-    PyObject* list = PyList_New(static_cast<Py_ssize_t>(n));
+  static py::list id_list(const uint32_t* ids, size_t n) { return id_list(py::list(), ids, n, py::list()); }
+
+  // before + ids + after as one new list (before and after are lists of ints, shared, not copied).
+  static py::list id_list(const py::list& before, const uint32_t* ids, size_t n, const py::list& after) {
+    const Py_ssize_t nb = PyList_GET_SIZE(before.ptr());
+    const Py_ssize_t na = PyList_GET_SIZE(after.ptr());
+    PyObject* list = PyList_New(nb + static_cast<Py_ssize_t>(n) + na);
     if (list == nullptr) throw py::error_already_set();
+    for (Py_ssize_t i = 0; i < nb; ++i) {
+      PyObject* v = PyList_GET_ITEM(before.ptr(), i);
+      Py_INCREF(v);
+      PyList_SET_ITEM(list, i, v);
+    }
     for (size_t i = 0; i < n; ++i) {
       PyObject* v = interned_id(ids[i]);
       if (v == nullptr) {
         Py_DECREF(list);
         throw py::error_already_set();
       }
-      PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), v);
+      PyList_SET_ITEM(list, nb + static_cast<Py_ssize_t>(i), v);
+    }
+    for (Py_ssize_t i = 0; i < na; ++i) {
+      PyObject* v = PyList_GET_ITEM(after.ptr(), i);
+      Py_INCREF(v);
+      PyList_SET_ITEM(list, nb + static_cast<Py_ssize_t>(n) + i, v);
     }
     return py::reinterpret_steal<py::list>(list);
   }
@@ -1001,7 +1016,8 @@ void bind_hf(py::module_& m) {
       }, py::arg("piece"), py::arg("reference") = false,
       "The model alone on one piece's bytes: [(id, start, end)]. reference=True runs the plain "
       "merge-list loop (the oracle of the fast paths).")
-      .def("encode_id_list", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
+      .def("encode_id_list", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens,
+                                const py::list& before, const py::list& after) {
         const std::string_view t = utf8_view(text);
         const HfEngine& engine = *pe;
         RawEncoding r;
@@ -1010,11 +1026,13 @@ void bind_hf(py::module_& m) {
           py::gil_scoped_release release;
           engine.encode(t, encode_special_tokens, r);
         }
-        return PyEngine::id_list(r.ids.data(), r.ids.size());
-      }, py::arg("text"), py::arg("encode_special_tokens") = false,
-      "One sequence up to the model, ids only, as a list of ints (the ids of encode()).")
+        return PyEngine::id_list(before, r.ids.data(), r.ids.size(), after);
+      }, py::arg("text"), py::arg("encode_special_tokens") = false, py::arg("before") = py::list(),
+      py::arg("after") = py::list(),
+      "One sequence up to the model, ids only, as a list of ints (the ids of encode()), between the\n"
+      "ints of `before` and `after` (a post-processor's fixed prefix and suffix).")
       .def("encode_batch_id_lists", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
-                                       size_t num_threads) {
+                                       size_t num_threads, const py::list& before, const py::list& after) {
         const std::vector<std::string_view> views = utf8_views(texts);
         std::vector<RawEncoding> out(views.size());
         const HfEngine& engine = *pe;
@@ -1029,9 +1047,12 @@ void bind_hf(py::module_& m) {
         }
         interrupts.raise_if_stopped();
         py::list result(views.size());
-        for (size_t i = 0; i < out.size(); ++i) result[i] = PyEngine::id_list(out[i].ids.data(), out[i].ids.size());
+        for (size_t i = 0; i < out.size(); ++i) {
+          result[i] = PyEngine::id_list(before, out[i].ids.data(), out[i].ids.size(), after);
+        }
         return result;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
+      py::arg("before") = py::list(), py::arg("after") = py::list(),
       "encode_id_list for every text, on native threads without the GIL.")
       .def("encode_ids", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
         const std::string_view t = utf8_view(text);

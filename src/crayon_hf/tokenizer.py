@@ -938,17 +938,14 @@ class Tokenizer:
                            threads: int) -> list[Encoding] | None:
         """`_encode_lazy` for a batch of single texts (no truncation or padding): the ids of every
         text on native threads, each `Encoding` built in full when first read."""
-        from crayon_hf._hf.batch import id_plan
-
         processor = self._processor
-        plan = id_plan(processor, add_special_tokens)
+        plan = _id_plan(processor, add_special_tokens)
         if plan is None:
             return None
         try:
-            lists = self._engine.encode_batch_id_lists(items, encode_special, threads)
+            lists = self._engine.encode_batch_id_lists(items, encode_special, threads, *plan)
         except UnicodeEncodeError:
             raise TypeError(_INPUT_ERROR[False]) from None
-        before, after = plan
         engine, vocab = self._engine, self._vocab_lazy
         lazy = Encoding._lazy
         out = []
@@ -957,7 +954,7 @@ class Tokenizer:
                 raw = _raw_text(engine, vocab, sequence, encode_special, 0)
                 return post_process(raw, None, add_special_tokens, None, None, processor)
 
-            out.append(lazy(before + ids + after if before or after else ids, build))
+            out.append(lazy(ids, build))
         return out
 
     def _encode_lazy(self, sequence: str, add_special_tokens: bool) -> Encoding | None:
@@ -965,20 +962,15 @@ class Tokenizer:
         token strings), the processor's fixed prefix and suffix go around them, and everything
         else is built when first read, by the eager path on the same text with the tokenizer's
         state of this call (`Encoding._lazy`). None where the processor has no fixed layout."""
-        from crayon_hf._hf.batch import id_plan
-
         processor = self._processor
-        plan = id_plan(processor, add_special_tokens)
+        plan = _id_plan(processor, add_special_tokens)
         if plan is None:
             return None
         special = self._encode_special_tokens
         try:
-            ids = self._engine.encode_id_list(sequence, special)
+            ids = self._engine.encode_id_list(sequence, special, *plan)
         except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
             raise TypeError(_SEQUENCE_ERROR[False]) from None
-        before, after = plan
-        if before or after:
-            ids = before + ids + after
         engine, vocab = self._engine, self._vocab_lazy
 
         def build() -> Encoding:
@@ -1237,6 +1229,17 @@ _INPUT_ERROR = {
     True: "PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, Tuple[PreTokenizedInputSequence, "
           "PreTokenizedInputSequence]]",
 }
+
+
+def _id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[int]] | None:
+    """`crayon_hf._hf.batch.id_plan`, imported on the first call (not with this module, which loads
+    without the native engine) and then called directly: an import statement per `encode` was a
+    quarter of a short text's call."""
+    global _id_plan
+    from crayon_hf._hf.batch import id_plan
+
+    _id_plan = id_plan
+    return id_plan(processor, add_special_tokens)
 
 
 def _raw_text(engine: Any, vocab: Sequence[str | None], sequence: str, special: bool, type_id: int) -> Encoding:
