@@ -905,6 +905,12 @@ void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, s
   if (!buf.empty()) flush();
 }
 
+struct TextPiecesScratch {
+  std::vector<HfToken> tokens;
+  std::string scratch;
+  std::vector<uint32_t> source;  // normalized byte behind each scratch byte
+};
+
 // The model over the pieces of a pipeline without ByteLevel: the piece's UTF-8 as the model sees
 // it (Metaspace's replacement for spaces and prefix), offsets mapped back through `where`.
 // `unk_text`: the unk id of a Unigram model, whose unk tokens show the text they cover (tokenizers'
@@ -921,12 +927,10 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
     for (const Piece& p : pieces) encode_sentencepiece_words(*bpe, metaspace->replacement, text, where, p, out, word++);
     return;
   }
-  thread_local std::vector<HfToken> tl_tokens;
-  thread_local std::string tl_scratch;
-  thread_local std::vector<uint32_t> tl_source;  // normalized byte behind each scratch byte
-  std::vector<HfToken>& tokens = tl_tokens;
-  std::string& scratch = tl_scratch;
-  std::vector<uint32_t>& source = tl_source;
+  TextPiecesScratch& sc = thread_scratch<TextPiecesScratch>();  // (see core/thread_scratch.h)
+  std::vector<HfToken>& tokens = sc.tokens;
+  std::string& scratch = sc.scratch;
+  std::vector<uint32_t>& source = sc.source;
   const std::string empty;
   const std::string& r = metaspace ? metaspace->replacement : empty;
   for (const Piece& p : pieces) {

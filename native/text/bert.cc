@@ -287,6 +287,17 @@ class Fused {
       first_a_ = true;
     }
     if (o_.handle_chinese_chars && (f & bt::kChinese)) {
+      if (o_.strip_accents && nfd_boundary(cp) && !(norm_props(cp) & nt::kCanonDecomp)) {
+        // What the three stage_b calls below do when cp is a starter without a decomposition (every
+        // CJK ideograph but the compatibility ones): the pending run is flushed, ' ' and cp each
+        // pass alone, and the second ' ' stays pending (a mark after it joins its run).
+        flush_b();
+        strip_mn(' ', a);
+        strip_mn(cp, a);
+        head_ = {' ', a};
+        has_head_ = true;
+        return;
+      }
       stage_b(' ', a);
       stage_b(cp, a);
       stage_b(' ', a);
