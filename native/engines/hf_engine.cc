@@ -990,6 +990,9 @@ namespace {
 
 // encode_text_split's working memory.
 struct SplitScratch {
+  std::string normalized;
+  ByteRanges align;  // normalized byte -> original range, when normalizing changed lengths
+  std::vector<AddedSplit> splits;
   std::vector<Piece> pieces, next;
   ByteRanges ranges;
   std::string scratch;
@@ -1002,8 +1005,9 @@ struct SplitScratch {
 void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool encode_special_tokens,
                                  RawEncoding& out, uint32_t& word) const {
   // Normalize; the alignment stays implicit while the text is unchanged.
-  thread_local std::string normalized;
-  thread_local ByteRanges align;
+  SplitScratch& sc = thread_scratch<SplitScratch>();  // (see core/thread_scratch.h)
+  std::string& normalized = sc.normalized;
+  ByteRanges& align = sc.align;
   std::string_view text = segment;
   bool explicit_align = false;
   const bool changes = pipeline_.normalizer && !pipeline_.normalizer->is_identity(segment);
@@ -1030,11 +1034,10 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
   }
   const Alignment where = explicit_align ? Alignment(text, &align) : Alignment(text, base);
 
-  thread_local std::vector<AddedSplit> splits;
+  std::vector<AddedSplit>& splits = sc.splits;
   splits.clear();
   added_normalized_.split(text, encode_special_tokens, splits);
 
-  SplitScratch& sc = thread_scratch<SplitScratch>();  // (see core/thread_scratch.h)
   std::vector<Piece>& pieces = sc.pieces;
   std::vector<Piece>& next = sc.next;
   ByteRanges& ranges = sc.ranges;
