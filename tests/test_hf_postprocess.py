@@ -570,3 +570,32 @@ def test_from_arrays_accepts_numpy_and_lists() -> None:
     assert e2.tokens == ["<other>", "<other>", "a", "b", "c"]
     empty = Encoding.from_arrays([], np.zeros((0, 2)), [], None, vocab)
     assert len(empty) == 0 and empty.offsets == []
+
+
+@pytest.mark.parametrize("name", ["xlm_roberta_paraphrase_mpnet", "bert_base_uncased", "roberta_base", "t5_small", "llama3_1"])
+def test_truncated_windows_fast_path(name: str) -> None:
+    """One sequence cut into overflowing windows takes the windowed path (the layout applied to
+    each window) and gives what `tokenizers` gives: every window, its special tokens, offsets,
+    masks and sequence ids."""
+    from crayon_hf._hf import postprocess
+
+    case = load_case(name)
+    real = case.real()
+    processor = build_post_processor(case.spec.get("post_processor"))
+    texts = [t for t in sample_texts(7, 60) if len(t) > 120][:12]
+    assert texts
+    taken = 0
+    for max_length, stride, direction in [(16, 0, "right"), (33, 3, "left"), (9, 2, "right"), (64, 0, "left")]:
+        for add in (True, False):
+            configured = configure(real, processor, {"max_length": max_length, "stride": stride,
+                                                     "strategy": "longest_first", "direction": direction}, None)
+            if configured is None:
+                continue
+            tp, _ = configured
+            for a in texts:
+                windowed = postprocess._post_process_windows(case.ours_raw(a, 0), add, tp, processor)
+                if windowed is not None and windowed.overflowing:
+                    taken += 1
+                    assert_same(windowed, real.encode(a, add_special_tokens=add), f"{name}: {a[:40]!r}", max_length)
+                check_one(case, real, processor, a, None, add, tp, None, max_length)
+    assert taken > 0, "the windowed path never ran"

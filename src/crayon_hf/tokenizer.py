@@ -1247,7 +1247,8 @@ def _raw_text(engine: Any, vocab: Sequence[str | None], sequence: str, special: 
     ids, offsets, words, texts = engine.encode(sequence, special)
     tokens = None
     if texts:
-        tokens = [vocab[i] for i in ids.tolist()]
+        lookup = getattr(vocab, "lookup", None)  # the tokenizer's vocabulary looks many ids up at once
+        tokens = lookup(ids.tolist()) if lookup is not None else [vocab[i] for i in ids.tolist()]
         for i, s in texts:
             tokens[i] = s
     return Encoding.from_arrays(ids, offsets, words, None, vocab, type_id, tokens)

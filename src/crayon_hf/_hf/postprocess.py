@@ -370,7 +370,47 @@ def post_process(
             if padding is not None:
                 pad_encodings([final], padding)
             return final
+        elif pair_encoding is None and processor is not None and truncation is not None:
+            final = _post_process_windows(encoding, add_special_tokens, truncation, processor)
+            if final is not None:
+                if padding is not None:
+                    pad_encodings([final], padding)
+                return final
     return _post_process_general(encoding, pair_encoding, add_special_tokens, truncation, padding, processor)
+
+
+def _post_process_windows(
+    encoding: Encoding, add_special_tokens: bool, truncation: TruncationParams, processor: PostProcessor
+) -> Encoding | None:
+    """The general path for one sequence that truncation cuts into windows, without its merges:
+    `_merge` of the processed pieces pairs every overflowing window with the fixed pieces around
+    it, so each window comes out as the layout applied to it alone, and the first window's result
+    holds the others' as its overflowing. None where the layout does not say that: the sequence
+    used twice (`_merge` then pairs windows with windows), or with a type id other than 0 (the
+    general path retypes the first window only)."""
+    layout = processor.layout(False, add_special_tokens)
+    if layout is None:
+        return None
+    sequences = [p for p in layout.pieces if type(p) is tuple]
+    if len(sequences) != 1 or sequences[0][1] not in (None, 0):
+        return None
+    enc = encoding._clone()
+    added = processor.added_tokens(False)
+    if add_special_tokens and added > 0:
+        truncate_encodings(enc, None, truncation, (truncation.max_length - added) % _USIZE_MOD)
+    else:
+        truncate_encodings(enc, None, truncation)
+    windows, enc._overflowing = enc._overflowing, []
+    if any(w._overflowing or w._ranges for w in windows):
+        return None
+    trim = layout.trim
+
+    def apply(w: Encoding) -> Encoding:
+        return _apply_layout(layout, [w], [w._m if trim is None else _trimmed(w, trim)])
+
+    final = apply(enc)
+    final._overflowing = [apply(w) for w in windows]
+    return final
 
 
 def post_process_batch(
