@@ -93,6 +93,32 @@ def test_lazy_encoding_read_in_any_order(folder):
                                                        ref.encode(text).word_ids)
 
 
+@pytest.mark.parametrize("folder", ["gpt2", "llama3_1", "bert_base_uncased"])
+def test_lazy_ids_handed_over_once(folder):
+    """The first `ids` read of a lazy encoding gives the engine's list itself; changing it changes
+    nothing the encoding reports afterwards (ids again, length, every field, pickling), single or
+    batched, and every read is a new list, as in tokenizers."""
+    ours, ref = load_pair(folder)
+    texts_ = [corpus_text(corpus_files()[0], 2048), "Hello world", ""]
+    singles = [ours.encode(t) for t in texts_]
+    batched = ours.encode_batch(texts_)
+    for enc, text in zip(singles + batched, texts_ + texts_):
+        r = ref.encode(text)
+        first = enc.ids
+        assert first == r.ids
+        first.append(-1)
+        first.insert(0, 12345)
+        assert len(enc) == len(r)
+        second = enc.ids
+        assert second == r.ids and second is not first and enc.ids is not second
+        assert fields(enc) == fields(r)
+        back = pickle.loads(pickle.dumps(enc))
+        assert fields(back) == fields(r)
+    enc = ours.encode(texts_[0])
+    assert fields(enc) == fields(ref.encode(texts_[0]))  # fields first, then the ids
+    assert enc.ids == ref.encode(texts_[0]).ids
+
+
 def test_lazy_encoding_keeps_the_state_of_its_call():
     """Settings changed after encode do not change what a lazy encoding builds later."""
     from crayon_hf import Tokenizer

@@ -44,6 +44,9 @@ else:
 __all__ = ["Encoding", "as_dict"]
 
 ID, TYPE, START, END, WORD, SPECIAL, ATTN = range(7)
+# Keys of a lazy encoding's `_cache` besides the rows: its id list has never been handed out
+# (`ids` may give that very list away), and its length once it has been.
+_UNSHARED, _LENGTH = "unshared", "length"
 
 # The slots a lazy encoding (`Encoding._lazy`) fills when one of them is first read.
 _LAZY_FIELDS = frozenset(("_m", "_tokens", "_vocab", "_overflowing", "_ranges"))
@@ -143,9 +146,12 @@ class Encoding:
         ``build()`` returns the full (eagerly built) `Encoding` of the same call; its ids must be
         `ids`. Until a field other than the ids is read, only ``_cache`` (holding the id list) and
         ``_build`` are set: reading an unset slot falls through to `__getattr__`, which builds the
-        encoding and adopts its fields. Encodings built eagerly never reach `__getattr__`."""
+        encoding and adopts its fields. Encodings built eagerly never reach `__getattr__`.
+
+        `ids` must be a list no one else holds: the first read of `ids` hands that list over instead
+        of copying it (tokenizers gives a new list on every read); a later read builds the encoding."""
         enc = object.__new__(cls)
-        enc._cache = {ID: ids}
+        enc._cache = {ID: ids, _UNSHARED: True}
         enc._build = build
         return enc
 
@@ -316,8 +322,12 @@ class Encoding:
     # ------------------------------------------------------------------ dunder
 
     def __len__(self) -> int:
-        ids = self._cache.get(ID)  # when cached, the ids row as a list (a lazy encoding has only that)
-        return len(ids) if ids is not None else self._m.shape[1]
+        cache = self._cache
+        ids = cache.get(ID)  # when cached, the ids row as a list (a lazy encoding has only that)
+        if ids is not None:
+            return len(ids)
+        n = cache.get(_LENGTH)  # a lazy encoding whose list was handed over
+        return n if n is not None else self._m.shape[1]
 
     def __repr__(self) -> str:
         return (
@@ -396,6 +406,11 @@ class Encoding:
     @property
     def ids(self) -> list[int]:
         """The token ids."""
+        cache = self._cache
+        if cache.pop(_UNSHARED, False):  # the engine's own list, never seen outside (see _lazy)
+            ids = cache.pop(ID)
+            cache[_LENGTH] = len(ids)
+            return ids
         return list(self._row_list(ID))
 
     @property
