@@ -1057,6 +1057,7 @@ void bind_hf(py::module_& m) {
       .def("encode_ids", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
         const std::string_view t = utf8_view(text);
         RawEncoding r;
+        r.with_offsets = false;  // ids only
         {
           py::gil_scoped_release release;
           pe->encode(t, encode_special_tokens, r);
@@ -1067,6 +1068,7 @@ void bind_hf(py::module_& m) {
         const std::string_view t = utf8_view(text);
         py::gil_scoped_release release;
         RawEncoding r;
+        r.with_offsets = false;  // ids only: a count needs no offsets
         pe->encode(t, encode_special_tokens, r);
         return r.ids.size();
       }, py::arg("text"), py::arg("encode_special_tokens") = false,
@@ -1081,6 +1083,7 @@ void bind_hf(py::module_& m) {
           parallel_for(views.size(), num_threads, [&](size_t i) {
             if (interrupts.stop()) return;
             thread_local RawEncoding r;
+            r.with_offsets = false;  // ids only: a count needs no offsets
             pe->encode(views[i], encode_special_tokens, r);
             c[i] = static_cast<int64_t>(r.ids.size());
             if (r.ids.capacity() > (size_t{1} << 22)) r = RawEncoding();
