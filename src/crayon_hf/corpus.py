@@ -348,12 +348,18 @@ class _Face:
         if getattr(tok, "_ref", None) is None and hasattr(engine, "encode_batch"):
             # crayon_hf.Tokenizer on the native engine. Without special tokens added, truncation or
             # padding, an Encoding's ids are the model's ids as the engine returns them, so the
-            # batch skips building Encodings (a matrix of seven int64 rows per token).
+            # batch skips building Encodings (a matrix of seven int64 rows per token), and the
+            # engine encodes ids only (no offsets) straight into one flat array.
+            no_block = np.zeros((7, 0), np.int64)
+
             def run(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
                 try:
-                    return _flat([r[0] for r in engine.encode_batch(texts, tok._encode_special_tokens, self.threads)])
+                    raw = engine.encode_batch_raw(texts, tok._encode_special_tokens, self.threads, False, -1)
                 except UnicodeEncodeError as e:
                     raise ValueError(f"a document is not valid Unicode text ({e.reason})") from None
+                lengths = np.asarray(raw.lengths(), dtype=np.int64)
+                ids, _, _ = raw.take_flat(lengths, False, no_block, no_block, None, None, False, self.threads)
+                return ids, lengths
 
             return run
         import copy
