@@ -1033,23 +1033,43 @@ void bind_hf(py::module_& m) {
       "ints of `before` and `after` (a post-processor's fixed prefix and suffix).")
       .def("encode_batch_id_lists", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
                                        size_t num_threads, const py::list& before, const py::list& after) {
+        // As encode_tiktoken_batch_lists: the calling thread turns finished texts into lists (under
+        // the GIL, in runs of kRun) while the others encode, so the lists are not a serial tail.
         const std::vector<std::string_view> views = utf8_views(texts);
-        std::vector<RawEncoding> out(views.size());
+        const size_t n = views.size();
+        constexpr size_t kRun = 32;
+        std::vector<RawEncoding> out(n);
+        py::list result(n);
+        std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[n]);
+        for (size_t i = 0; i < n; ++i) ready[i].store(false, std::memory_order_relaxed);
+        size_t built = 0;  // result[0, built) are lists (touched by the calling thread only)
+        const std::thread::id caller = std::this_thread::get_id();
+        auto build_ready = [&] {  // needs the GIL
+          while (built < n && ready[built].load(std::memory_order_acquire)) {
+            const RawEncoding& r = out[built];
+            PyList_SET_ITEM(result.ptr(), static_cast<Py_ssize_t>(built),
+                            PyEngine::id_list(before, r.ids.data(), r.ids.size(), after).release().ptr());
+            out[built] = RawEncoding();
+            ++built;
+          }
+        };
         const HfEngine& engine = *pe;
         Interrupts interrupts;
         {
           py::gil_scoped_release release;
-          parallel_for(views.size(), num_threads, [&](size_t i) {
+          parallel_for(n, num_threads, [&](size_t i) {
             if (interrupts.stop()) return;
             out[i].with_offsets = false;
             engine.encode(views[i], encode_special_tokens, out[i]);
+            ready[i].store(true, std::memory_order_release);
+            if (std::this_thread::get_id() != caller || built >= n) return;
+            if (!ready[std::min(built + kRun, n) - 1].load(std::memory_order_acquire)) return;
+            py::gil_scoped_acquire gil;
+            build_ready();
           });
         }
         interrupts.raise_if_stopped();
-        py::list result(views.size());
-        for (size_t i = 0; i < out.size(); ++i) {
-          result[i] = PyEngine::id_list(before, out[i].ids.data(), out[i].ids.size(), after);
-        }
+        build_ready();
         return result;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
       py::arg("before") = py::list(), py::arg("after") = py::list(),
