@@ -257,3 +257,16 @@ def test_encode_with_a_tokenizer_json(tmp_path, capsys):
     # A tokenizer.json matches all of its special tokens or none, as tokenizers does.
     assert run_cli("encode", "--tokenizer", str(folder), str(doc), "--allowed-special", "<|im_start|>") == 2
     assert "use --allowed-special all" in capsys.readouterr().err
+    # Special tokens in the text: ordinary text by default (tokenizers' encode_special_tokens), matched
+    # with --allowed-special all.
+    special = tmp_path / "special.txt"
+    special.write_text("a<|im_start|>b <|endoftext|>\n" + text[:2000], encoding="utf-8")
+    ref = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    matched = ref.encode(special.read_text(encoding="utf-8"), add_special_tokens=False).ids
+    ref.encode_special_tokens = True
+    ordinary = ref.encode(special.read_text(encoding="utf-8"), add_special_tokens=False).ids
+    assert ordinary != matched
+    assert run_cli("encode", "--tokenizer", str(folder), str(special)) == 0
+    assert capsys.readouterr().out.split() == [str(i) for i in ordinary]
+    assert run_cli("encode", "--tokenizer", str(folder), str(special), "--allowed-special", "all") == 0
+    assert capsys.readouterr().out.split() == [str(i) for i in matched]

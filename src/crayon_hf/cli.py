@@ -483,6 +483,12 @@ class _Codec:
         import numpy as np
 
         if not self.tiktoken:
+            engine = getattr(self.tok, "_engine", None)
+            if getattr(self.tok, "_ref", None) is None and hasattr(engine, "encode_ids"):
+                try:  # the native engine, ids only: no offsets computed for a file's worth of text
+                    return np.asarray(engine.encode_ids(text, self.tok.encode_special_tokens), dtype=np.uint32)
+                except UnicodeEncodeError:
+                    pass  # a lone surrogate: the call below raises tokenizers' error
             return np.asarray(self.tok.encode_batch_to_numpy([text], add_special_tokens=False)[0], dtype=np.uint32)
         threads = os.cpu_count() or 1
         enc = self.tok
