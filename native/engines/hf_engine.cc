@@ -758,10 +758,11 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       return true;
     });
   };
+  using S = Regex::Scanner;
   switch (streaming_scanner_) {
-    case Regex::Scanner::kGpt2: return stream([&](size_t at) { return piece_end(SplitPattern::kR50k, text, at); });
-    case Regex::Scanner::kLlama3: return stream([&](size_t at) { return piece_end(SplitPattern::kLlama3, text, at); });
-    case Regex::Scanner::kQwen2: return stream([&](size_t at) { return piece_end_qwen2(text, at); });
+    case S::kGpt2: return stream([&](size_t at) { return Regex::tiled_piece_end(S::kGpt2, text, at); });
+    case S::kLlama3: return stream([&](size_t at) { return Regex::tiled_piece_end(S::kLlama3, text, at); });
+    case S::kQwen2: return stream([&](size_t at) { return Regex::tiled_piece_end(S::kQwen2, text, at); });
     default: return stream([&](size_t at) { return streaming_->piece_end(text, at); });
   }
 }
@@ -983,10 +984,6 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
     ++word;
   }
 }
-
-}  // namespace
-
-namespace {
 
 // encode_text_split's working memory.
 struct SplitScratch {

@@ -282,16 +282,22 @@ class PyEngine {
 
   py::list to_list(const std::vector<uint32_t>& ids) const { return id_list(ids.data(), ids.size()); }
 
-  static py::list id_list(const uint32_t* ids, size_t n) { return id_list(py::list(), ids, n, py::list()); }
+  static py::list id_list(const uint32_t* ids, size_t n) { return id_list_around(nullptr, ids, n, nullptr); }
 
   // before + ids + after as one new list (before and after are lists of ints, shared, not copied).
   static py::list id_list(const py::list& before, const uint32_t* ids, size_t n, const py::list& after) {
-    const Py_ssize_t nb = PyList_GET_SIZE(before.ptr());
-    const Py_ssize_t na = PyList_GET_SIZE(after.ptr());
+    return id_list_around(before.ptr(), ids, n, after.ptr());
+  }
+
+ private:
+  // id_list's work; a null before or after stands for an empty list.
+  static py::list id_list_around(PyObject* before, const uint32_t* ids, size_t n, PyObject* after) {
+    const Py_ssize_t nb = before != nullptr ? PyList_GET_SIZE(before) : 0;
+    const Py_ssize_t na = after != nullptr ? PyList_GET_SIZE(after) : 0;
     PyObject* list = PyList_New(nb + static_cast<Py_ssize_t>(n) + na);
     if (list == nullptr) throw py::error_already_set();
     for (Py_ssize_t i = 0; i < nb; ++i) {
-      PyObject* v = PyList_GET_ITEM(before.ptr(), i);
+      PyObject* v = PyList_GET_ITEM(before, i);
       Py_INCREF(v);
       PyList_SET_ITEM(list, i, v);
     }
@@ -304,14 +310,13 @@ class PyEngine {
       PyList_SET_ITEM(list, nb + static_cast<Py_ssize_t>(i), v);
     }
     for (Py_ssize_t i = 0; i < na; ++i) {
-      PyObject* v = PyList_GET_ITEM(after.ptr(), i);
+      PyObject* v = PyList_GET_ITEM(after, i);
       Py_INCREF(v);
       PyList_SET_ITEM(list, nb + static_cast<Py_ssize_t>(n) + i, v);
     }
     return py::reinterpret_steal<py::list>(list);
   }
 
- private:
   std::shared_ptr<const Engine> engine_;
 };
 

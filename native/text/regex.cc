@@ -2044,12 +2044,7 @@ bool Regex::search(std::string_view text, size_t from, size_t& match_start, size
     // `from` and the scanner gives its end.
     if (from >= text.size()) return false;
     match_start = from;
-    switch (scanner_) {
-      case Scanner::kGpt2: match_end = piece_end(SplitPattern::kR50k, text, from); break;
-      case Scanner::kLlama3: match_end = piece_end(SplitPattern::kLlama3, text, from); break;
-      case Scanner::kQwen2: match_end = piece_end_qwen2(text, from); break;
-      default: break;
-    }
+    match_end = tiled_piece_end(scanner_, text, from);
     return true;
   }
   thread_local Scratch scratch;

@@ -78,6 +78,17 @@ class Regex {
   // True when the pattern matches a non-empty string at every position, so that successive
   // matches tile any text (the scanners of pretokenize.cc); callers may then stream pieces.
   bool tiles() const;
+  // The end of the piece at pos < text.size() for a tiling scanner (kGpt2, kLlama3, kQwen2; pos
+  // itself for any other). Inline, so that a caller naming the scanner as a constant calls the
+  // scanner directly (HfEngine's streaming loop does, per piece).
+  static size_t tiled_piece_end(Scanner scanner, std::string_view text, size_t pos) {
+    switch (scanner) {
+      case Scanner::kGpt2: return piece_end(SplitPattern::kR50k, text, pos);
+      case Scanner::kLlama3: return piece_end(SplitPattern::kLlama3, text, pos);
+      case Scanner::kQwen2: return piece_end_qwen2(text, pos);
+      default: return pos;
+    }
+  }
   // True when the pattern can match the empty string (then searches never skip positions).
   bool nullable() const;
 
