@@ -1,8 +1,11 @@
-"""The per-thread PieceCache (native/models/piece_cache.h) never changes a result.
+"""The per-thread piece caches never change a result.
 
-Pieces of several tokens are remembered per thread and engine; these tests encode the same texts
-with the cache bypassed, cold and warm, across engines sharing threads, and compare all of them
-with the real tiktoken.
+Two caches sit in front of the BPE encoder: ShortPieceCache (native/models/short_piece_cache.h:
+every ASCII-led piece of up to 16 bytes and 3 ids, keyed by two masked loads that read past the
+piece) and PieceCache (native/models/piece_cache.h: pieces of several tokens up to 24 bytes).
+These tests encode the same texts with both bypassed, cold and warm, across engines sharing
+threads, through the wrap-around of the short cache's engine tags, on the tiktoken face and on a
+tokenizer.json face's ids-only path, and compare all of them with tiktoken and tokenizers.
 """
 
 from __future__ import annotations
@@ -12,7 +15,16 @@ import threading
 
 import pytest
 
-from support import TIKTOKEN_VOCABS, corpus_files, corpus_text, our_encoding, random_slices, reference_encoding
+from crayon_hf import _crayon
+from support import (
+    TIKTOKEN_VOCABS,
+    corpus_files,
+    corpus_text,
+    hf_pair,
+    our_encoding,
+    random_slices,
+    reference_encoding,
+)
 
 
 @pytest.fixture(params=TIKTOKEN_VOCABS)
@@ -32,6 +44,13 @@ def _texts() -> list[str]:
     texts.append(" ".join(words))
     texts.append(" ".join(w[:24] for w in words) + " " + " ".join("x" + w[:24] for w in words))
     texts.append("".join(rng.choice(["ab", "c", " ", "\n", "é", "中文", "🙂", "123", "'s"]) for _ in range(20000)))
+    # The short cache's key: pieces of 15, 16 and 17 bytes that differ only in their last byte,
+    # pieces followed by different bytes (masked off), NUL bytes inside and after a piece, and
+    # pieces in the last 16 bytes of a text (never keyed: the key reads 16 bytes).
+    stems = ["".join(rng.choice("etaoinshrdlu") for _ in range(k)) for k in (14, 15, 16) for _ in range(40)]
+    texts.append(" ".join(f"{s}{c}" for s in stems for c in "abz"))
+    texts.append(" ".join(f"{s[:5]}\x00{s[5:9]}" for s in stems) + " the\x00 the\x00\x00 the")
+    texts += [f"x {w}" for w in ("the", "the ", "thex", "a" * 16, "a" * 17)]
     return texts
 
 
@@ -74,3 +93,40 @@ def test_threads_have_their_own_cache():
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_short_cache_engine_tags_wrap_around_without_stale_hits():
+    # On a fresh thread: cl100k's pieces fill the short cache under tag 1; o200k takes the last
+    # tag (65535); r50k, new to the thread, starts the wrap-around: the cache is cleared and r50k
+    # gets tag 1. Without that clear r50k would read cl100k's ids for the same bytes.
+    names = ("cl100k_base", "o200k_base", "r50k_base")
+    encs = {n: (reference_encoding(n), our_encoding(n)) for n in names}
+    text = " ".join(_texts()[-5:]) + " " + corpus_text(corpus_files()[0], 8 * 1024)
+    failures = []
+
+    def work() -> None:
+        for name in ("cl100k_base",):
+            failures.append(encs[name][1].encode_ordinary(text) != encs[name][0].encode_ordinary(text))
+        _crayon.short_piece_cache_skip_to_last_tag()
+        for name in ("o200k_base", "r50k_base", "cl100k_base", "o200k_base"):
+            ref, ours = encs[name]
+            failures.append(ours.encode_ordinary(text) != ref.encode_ordinary(text))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert failures == [False] * 5
+
+
+@pytest.mark.parametrize("folder", ["gpt2", "llama3_1"])
+def test_tokenizer_json_ids_share_the_thread_with_the_tiktoken_face(folder):
+    # The tokenizer.json face's ids-only path goes through the same short cache (its own engine
+    # tag); alternating it with the tiktoken faces on one thread must not mix their entries.
+    ours_hf, ref_hf = hf_pair(folder)
+    ref_tk, ours_tk = reference_encoding("cl100k_base"), our_encoding("cl100k_base")
+    for text in _texts()[::3]:
+        assert ours_hf.encode(text, add_special_tokens=False).ids == ref_hf.encode(text, add_special_tokens=False).ids
+        assert ours_tk.encode_ordinary(text) == ref_tk.encode_ordinary(text)
+        assert ours_hf.encode_batch([text, text[::-1]], add_special_tokens=False)[1].ids == (
+            ref_hf.encode(text[::-1], add_special_tokens=False).ids
+        )

@@ -663,6 +663,11 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
   const CharBounds chars{bytes, n, base};
+  // Ids only: short pieces go through the thread's first-level cache, as on the tiktoken face
+  // (pieces starting before keyable_end have its 16 readable bytes inside text).
+  ShortPieceCache* const hot = kOffsets ? nullptr : &ShortPieceCache::local();
+  const uint16_t hot_tag = kOffsets ? 0 : hot->tag_of(fast.memo_owner());
+  const size_t keyable_end = n >= ShortPieceCache::kMaxLen ? n - ShortPieceCache::kMaxLen + 1 : 0;
   auto damaged = [&](size_t len) {
     throw CartridgeError("invalid cartridge: its fast path's tokens do not tile a " + std::to_string(len) +
                          "-byte word; the vocabulary, rank and trie sections disagree (rebuild the cartridge)");
@@ -707,7 +712,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
       // ready(), so no token's bytes need reading here.
       std::vector<uint32_t>& ids = out.ids;
       const size_t first = ids.size();
-      fast.encode_piece(piece, len, ids);
+      fast.encode_piece_hot(*hot, hot_tag, piece, len, pos < keyable_end, ids);
       for (size_t i = first; i < ids.size(); ++i) {
         const uint32_t r = ids[i];
         if (r >= n_ranks) damaged(len);

@@ -434,9 +434,22 @@ void TiktokenEngine::for_each_segment(std::string_view text, const std::vector<u
 
 void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
                                     bool cached) const {
+  if (!cached) {
+    for_each_piece(seg, [&](const uint8_t* p, size_t n) {
+      const size_t before = out.size();
+      encode_piece_uncached(p, n, out);
+      if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+    });
+    return;
+  }
+  ShortPieceCache& hot = ShortPieceCache::local();
+  const uint16_t tag = hot.tag_of(owner_);
+  // Pieces that start here or earlier have ShortPieceCache::kMaxLen readable bytes inside seg.
+  const uint8_t* const data = reinterpret_cast<const uint8_t*>(seg.data());
+  const size_t keyable_end = seg.size() >= ShortPieceCache::kMaxLen ? seg.size() - ShortPieceCache::kMaxLen + 1 : 0;
   for_each_piece(seg, [&](const uint8_t* p, size_t n) {
     const size_t before = out.size();
-    cached ? encode_piece(p, n, out) : encode_piece_uncached(p, n, out);
+    encode_piece_hot(hot, tag, p, n, static_cast<size_t>(p - data) < keyable_end, out);
     if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
   });
 }

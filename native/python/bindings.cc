@@ -1343,6 +1343,8 @@ PYBIND11_MODULE(_crayon, m) {
         "Worker threads the batch pool of this process has started (0 in a forked child until its "
         "first parallel batch): the pool's threads are kept between calls.");
 
+  m.def("short_piece_cache_skip_to_last_tag", [] { ShortPieceCache::local().skip_to_last_tag(); },
+        "Tests only: the calling thread's ShortPieceCache hands its last tag to the next new engine.");
   m.def("xxhash64", [](const py::bytes& data, uint64_t seed) {
     std::string_view v = bytes_view(data);
     return xxhash64(v.data(), v.size(), seed);

@@ -1,0 +1,163 @@
+// A per-thread first-level cache from short pieces (<= 16 bytes) to their ids, in front of the
+// whole-token trie walk and the PieceCache.
+//
+//   piece + 16 readable bytes --two masked loads--> (a, b, len) --mix--> one 32-byte slot of kSlots
+//        hit:  1-3 ids come back from that slot (the key compared in full)
+//        miss: the caller encodes the piece (trie walk, PieceCache, BPE) and offers the ids back
+//
+// Why: a common word's trie walk is a chain of one dependent load per byte: 11-12 ns per piece on
+// cl100k_base even when every node is in L1 (300 common English words in random order), 2.5x
+// what the scanner spends finding the piece. A probe here is two unconditional loads, a multiply
+// and one slot compare: ~4 ns hot. fastokens' lead on byte-level vocabularies is mostly this
+// (docs/benchmarks.md, "New text against repeated text").
+//
+// The key is built without a branch on the length: the caller guarantees 16 readable bytes at
+// the piece (it passes pieces that end at least 16 bytes before the end of the text it scans, so
+// the loads stay inside the caller's buffer), and the bytes past the piece are masked off. An
+// earlier cache of the same shape keyed through make_byte_key (a branch per length class, loads
+// kept inside the piece) measured no faster than the trie walk it replaced; so this one lives
+// or dies by its key staying branch-free.
+//
+// Exactness: a hit needs the same engine tag, the same length and the same 16 masked bytes, so it
+// returns exactly what the engine returned for these bytes (encoding is a pure function of the
+// vocabulary and the bytes). Tags are 16 bits, per thread: tag_of() hands each engine a tag the
+// first time the thread meets it and never hands a tag out twice until every slot has been
+// cleared (after 65,535 engines). A collision only evicts.
+//
+// Memory: kSlots * 32 bytes (512 KiB) per thread, plus 64 owner entries; allocated on the
+// thread's first encode, shared by every engine the thread uses, no growth with input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "core/thread_scratch.h"
+
+namespace crayon {
+
+namespace short_piece_detail {
+
+struct Masks {
+  uint64_t lo;
+  uint64_t hi;
+};
+
+// Keeps the first n of 16 bytes (little-endian loads).
+constexpr Masks mask_of(size_t n) {
+  return Masks{n >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1,
+               n <= 8 ? 0 : n >= 16 ? ~uint64_t{0} : (uint64_t{1} << (8 * (n - 8))) - 1};
+}
+
+constexpr Masks kMasks[17] = {mask_of(0),  mask_of(1),  mask_of(2),  mask_of(3),  mask_of(4),  mask_of(5),
+                              mask_of(6),  mask_of(7),  mask_of(8),  mask_of(9),  mask_of(10), mask_of(11),
+                              mask_of(12), mask_of(13), mask_of(14), mask_of(15), mask_of(16)};
+
+}  // namespace short_piece_detail
+
+class ShortPieceCache {
+ public:
+  static constexpr size_t kMaxLen = 16;    // longest piece kept
+  static constexpr size_t kMaxIds = 3;     // most ids kept per piece
+  static constexpr unsigned kSlotBits = 14;  // 512 KiB per thread
+  static constexpr size_t kSlots = size_t{1} << kSlotBits;
+  static_assert(kMaxLen + 1 == sizeof(short_piece_detail::kMasks) / sizeof(short_piece_detail::kMasks[0]));
+
+  struct Key {
+    uint64_t a;
+    uint64_t b;
+    uint32_t len;
+    uint32_t index;
+  };
+
+  static ShortPieceCache& local() { return thread_scratch<ShortPieceCache>(); }
+  ShortPieceCache() : slots_(new Slot[kSlots]()) {}
+
+  // The thread's tag for the engine whose process-unique owner id is `owner` (never 0). Call it
+  // once per encode call, not per piece.
+  uint16_t tag_of(uint64_t owner) {
+    for (const Owner& o : owners_) {
+      if (o.owner == owner) return o.tag;
+    }
+    if (next_tag_ == 0) {  // every tag handed out: start again from an empty cache
+      std::memset(static_cast<void*>(slots_.get()), 0, kSlots * sizeof(Slot));
+      for (Owner& o : owners_) o = Owner{};
+      next_tag_ = 1;
+    }
+    Owner& o = owners_[next_owner_++ % kOwners];
+    o.owner = owner;
+    o.tag = next_tag_++;
+    return o.tag;
+  }
+
+  // Tests only: the next engine new to this thread gets the last tag, and the one after it
+  // starts the wrap-around (the tags in between are skipped, never reused).
+  void skip_to_last_tag() {
+    if (next_tag_ != 0) next_tag_ = 0xFFFF;
+  }
+
+  // Key of s[0, n), 1 <= n <= kMaxLen, where s[0, 16) is readable.
+  static Key make_key(const uint8_t* s, size_t n, uint16_t tag) {
+    uint64_t a, b;
+    std::memcpy(&a, s, 8);
+    std::memcpy(&b, s + 8, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    a = __builtin_bswap64(a);  // the masks keep the low-order bytes of a little-endian load
+    b = __builtin_bswap64(b);
+#endif
+    a &= short_piece_detail::kMasks[n].lo;
+    b &= short_piece_detail::kMasks[n].hi;
+    const uint64_t h = (a ^ (b * 0xC2B2AE3D27D4EB4Full) ^ (uint64_t{tag} << 8 | n)) * 0x9E3779B97F4A7C15ull;
+    return Key{a, b, static_cast<uint32_t>(n), static_cast<uint32_t>(h >> (64 - kSlotBits))};
+  }
+
+  // Appends the cached ids of `k` for `tag` to out and returns true, or returns false.
+  template <class Out>
+  bool find(uint16_t tag, const Key& k, Out& out) const {
+    const Slot& s = slots_[k.index];
+    if (s.a != k.a || s.b != k.b || s.tag != tag || s.len != k.len) return false;
+    if (s.n == 1) {
+      out.push_back(s.ids[0]);
+    } else {
+      out.insert(out.end(), s.ids, s.ids + s.n);
+    }
+    return true;
+  }
+
+  // Remembers ids[0, n) for `k` (ignored when n is 0 or more than kMaxIds).
+  void put(uint16_t tag, const Key& k, const uint32_t* ids, size_t n) {
+    if (n == 0 || n > kMaxIds) return;
+    Slot& s = slots_[k.index];
+    s.a = k.a;
+    s.b = k.b;
+    std::memcpy(s.ids, ids, n * sizeof(uint32_t));
+    s.tag = tag;
+    s.len = static_cast<uint8_t>(k.len);
+    s.n = static_cast<uint8_t>(n);
+  }
+
+ private:
+  struct alignas(32) Slot {
+    uint64_t a;
+    uint64_t b;
+    uint32_t ids[kMaxIds];
+    uint16_t tag;  // 0: empty (tags start at 1)
+    uint8_t len;
+    uint8_t n;
+  };
+  static_assert(sizeof(Slot) == 32, "two slots per cache line");
+
+  struct Owner {
+    uint64_t owner = 0;
+    uint16_t tag = 0;
+  };
+  static constexpr size_t kOwners = 64;
+
+  std::unique_ptr<Slot[]> slots_;
+  Owner owners_[kOwners];
+  size_t next_owner_ = 0;
+  uint16_t next_tag_ = 1;
+};
+
+}  // namespace crayon
