@@ -120,12 +120,16 @@ def test_short_cache_engine_tags_wrap_around_without_stale_hits():
 
 @pytest.mark.parametrize("folder", ["gpt2", "llama3_1"])
 def test_tokenizer_json_ids_share_the_thread_with_the_tiktoken_face(folder):
-    # The tokenizer.json face's ids-only path goes through the same short cache (its own engine
-    # tag); alternating it with the tiktoken faces on one thread must not mix their entries.
+    # The tokenizer.json face's byte-level path goes through the same short cache (its own engine
+    # tag), for ids alone and with offsets; alternating it with the tiktoken faces on one thread
+    # must not mix their entries.
     ours_hf, ref_hf = hf_pair(folder)
     ref_tk, ours_tk = reference_encoding("cl100k_base"), our_encoding("cl100k_base")
     for text in _texts()[::3]:
-        assert ours_hf.encode(text, add_special_tokens=False).ids == ref_hf.encode(text, add_special_tokens=False).ids
+        expected = ref_hf.encode(text, add_special_tokens=False)
+        assert ours_hf.encode(text, add_special_tokens=False).ids == expected.ids
+        got = ours_hf.encode(text, add_special_tokens=False)
+        assert (got.offsets, got.ids) == (expected.offsets, expected.ids)  # offsets first: the full path
         assert ours_tk.encode_ordinary(text) == ref_tk.encode_ordinary(text)
         assert ours_hf.encode_batch([text, text[::-1]], add_special_tokens=False)[1].ids == (
             ref_hf.encode(text[::-1], add_special_tokens=False).ids

@@ -663,10 +663,10 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
   const CharBounds chars{bytes, n, base};
-  // Ids only: short pieces go through the thread's first-level cache, as on the tiktoken face
-  // (pieces starting before keyable_end have its 16 readable bytes inside text).
-  ShortPieceCache* const hot = kOffsets ? nullptr : &ShortPieceCache::local();
-  const uint16_t hot_tag = kOffsets ? 0 : hot->tag_of(fast.memo_owner());
+  // Short pieces go through the thread's first-level cache of the fast engine's ranks, as on
+  // the tiktoken face (pieces starting before keyable_end have its 16 readable bytes in text).
+  ShortPieceCache& hot = ShortPieceCache::local();
+  const uint16_t hot_tag = hot.tag_of(fast.memo_owner());
   const size_t keyable_end = n >= ShortPieceCache::kMaxLen ? n - ShortPieceCache::kMaxLen + 1 : 0;
   auto damaged = [&](size_t len) {
     throw CartridgeError("invalid cartridge: its fast path's tokens do not tile a " + std::to_string(len) +
@@ -712,7 +712,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
       // ready(), so no token's bytes need reading here.
       std::vector<uint32_t>& ids = out.ids;
       const size_t first = ids.size();
-      fast.encode_piece_hot(*hot, hot_tag, piece, len, pos < keyable_end, ids);
+      fast.encode_piece_hot(hot, hot_tag, piece, len, pos < keyable_end, ids);
       for (size_t i = first; i < ids.size(); ++i) {
         const uint32_t r = ids[i];
         if (r >= n_ranks) damaged(len);
@@ -722,7 +722,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
       continue;
     }
     ranks.clear();
-    fast.encode_piece(piece, len, ranks);
+    fast.encode_piece_hot(hot, hot_tag, piece, len, pos < keyable_end, ranks);
     // Token lengths from the checked offset table (an absent rank has length 0, which tiles
     // nothing): they place each token's offsets, and a damaged table shows as tokens that do not
     // tile the piece.
