@@ -115,6 +115,8 @@ class TiktokenEngine {
   // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
   // several tokens go through the calling thread's PieceCache first).
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // The same without the cache (the slow twin the cache is tested against).
+  void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // encode_piece behind the thread's ShortPieceCache, for callers that can promise
   // ShortPieceCache::kMaxLen readable bytes at `piece` (`keyable`); `tag` is
   // hot.tag_of(memo_owner()), looked up once per call of the caller.
@@ -133,8 +135,6 @@ class TiktokenEngine {
     encode_piece(piece, n, out);
   }
   uint64_t memo_owner() const { return owner_; }
-  // The same without the cache (the slow twin the cache is tested against).
-  void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The tables of the per-piece encoder (models/piece_encoder.h), for the batch stages and the
   // CUDA module. Valid once ready() has succeeded.
   const piece::PieceTables& piece_tables() const { return pieces_; }
