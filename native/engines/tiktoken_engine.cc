@@ -448,11 +448,39 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
   // Pieces that start here or earlier have ShortPieceCache::kMaxLen readable bytes inside seg.
   const uint8_t* const data = reinterpret_cast<const uint8_t*>(seg.data());
   const size_t keyable_end = seg.size() >= ShortPieceCache::kMaxLen ? seg.size() - ShortPieceCache::kMaxLen + 1 : 0;
+  // Pieces are found kAhead at a time and their cache slots prefetched before any is encoded:
+  // after another library's turn (or any other work) the slots are cold, and their misses then
+  // overlap instead of costing one memory latency per piece.
+  constexpr size_t kAhead = 32;
+  struct Pending {
+    const uint8_t* p;
+    size_t n;
+    bool keyed;
+    ShortPieceCache::Key key;
+  };
+  Pending queue[kAhead];
+  size_t queued = 0;
+  auto drain = [&] {
+    for (size_t i = 0; i < queued; ++i) {
+      const Pending& q = queue[i];
+      const size_t before = out.size();
+      q.keyed ? encode_piece_keyed(hot, tag, q.key, q.p, q.n, out) : encode_piece(q.p, q.n, out);
+      if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+    }
+    queued = 0;
+  };
   for_each_piece(seg, [&](const uint8_t* p, size_t n) {
-    const size_t before = out.size();
-    encode_piece_hot(hot, tag, p, n, static_cast<size_t>(p - data) < keyable_end, out);
-    if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+    Pending& q = queue[queued++];
+    q.p = p;
+    q.n = n;
+    q.keyed = short_cached(p, n, static_cast<size_t>(p - data) < keyable_end);
+    if (q.keyed) {
+      q.key = ShortPieceCache::make_key(p, n, tag);
+      hot.prefetch(q.key);
+    }
+    if (queued == kAhead) drain();
   });
+  drain();
 }
 
 void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out, bool cached) const {

@@ -124,15 +124,23 @@ class TiktokenEngine {
                         std::vector<uint32_t>& out) const {
     // ASCII-led pieces only: long runs of CJK characters rarely fit a slot and rarely repeat
     // within a slot's lifetime (measured: probing them cost Chinese text 3-5%).
-    if (n <= ShortPieceCache::kMaxLen && keyable && piece[0] < 0x80) {
-      const ShortPieceCache::Key key = ShortPieceCache::make_key(piece, n, tag);
-      if (hot.find(tag, key, out)) return;
-      const size_t before = out.size();
+    if (short_cached(piece, n, keyable)) {
+      encode_piece_keyed(hot, tag, ShortPieceCache::make_key(piece, n, tag), piece, n, out);
+    } else {
       encode_piece(piece, n, out);
-      hot.put(tag, key, out.data() + before, out.size() - before);
-      return;
     }
+  }
+  // Whether encode_piece_hot goes through the cache for this piece.
+  static bool short_cached(const uint8_t* piece, size_t n, bool keyable) {
+    return n <= ShortPieceCache::kMaxLen && keyable && piece[0] < 0x80;
+  }
+  // encode_piece_hot's cached branch, with the key made (and its slot prefetched) earlier.
+  void encode_piece_keyed(ShortPieceCache& hot, uint16_t tag, const ShortPieceCache::Key& key, const uint8_t* piece,
+                          size_t n, std::vector<uint32_t>& out) const {
+    if (hot.find(tag, key, out)) return;
+    const size_t before = out.size();
     encode_piece(piece, n, out);
+    hot.put(tag, key, out.data() + before, out.size() - before);
   }
   uint64_t memo_owner() const { return owner_; }
   // The tables of the per-piece encoder (models/piece_encoder.h), for the batch stages and the
