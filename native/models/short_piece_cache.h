@@ -24,14 +24,18 @@
 // first time the thread meets it and never hands a tag out twice until every slot has been
 // cleared (after 65,535 engines). A collision only evicts.
 //
-// Memory: kSlots * 32 bytes (512 KiB) per thread, plus 64 owner entries; allocated on the
-// thread's first encode, shared by every engine the thread uses, no growth with input.
+// Memory: kSlots * 32 bytes (2 MiB) per thread, plus 64 owner entries, shared by every engine
+// the thread uses, no growth with input. The slots come zeroed from calloc, so a thread touches
+// only the pages of slots it uses. Size measured: 2^16 slots against 2^14 gave +4-5% in the
+// turn-taking peer comparison (more distinct pieces stay), 2^13-2^15 were within noise warm.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #include "core/thread_scratch.h"
 
@@ -60,7 +64,7 @@ class ShortPieceCache {
  public:
   static constexpr size_t kMaxLen = 16;    // longest piece kept
   static constexpr size_t kMaxIds = 3;     // most ids kept per piece
-  static constexpr unsigned kSlotBits = 14;  // 512 KiB per thread
+  static constexpr unsigned kSlotBits = 16;  // 2 MiB per thread
   static constexpr size_t kSlots = size_t{1} << kSlotBits;
   static_assert(kMaxLen + 1 == sizeof(short_piece_detail::kMasks) / sizeof(short_piece_detail::kMasks[0]));
 
@@ -72,7 +76,11 @@ class ShortPieceCache {
   };
 
   static ShortPieceCache& local() { return thread_scratch<ShortPieceCache>(); }
-  ShortPieceCache() : slots_(new Slot[kSlots]()) {}
+  ShortPieceCache() : raw_(std::calloc(kSlots * sizeof(Slot) + 64, 1)) {
+    if (raw_ == nullptr) throw std::bad_alloc();
+    // calloc aligns to 16 bytes; slots start on a cache line so that none straddles two.
+    slots_ = reinterpret_cast<Slot*>((reinterpret_cast<uintptr_t>(raw_.get()) + 63) & ~uintptr_t{63});
+  }
 
   // The thread's tag for the engine whose process-unique owner id is `owner` (never 0). Call it
   // once per encode call, not per piece.
@@ -81,7 +89,7 @@ class ShortPieceCache {
       if (o.owner == owner) return o.tag;
     }
     if (next_tag_ == 0) {  // every tag handed out: start again from an empty cache
-      std::memset(static_cast<void*>(slots_.get()), 0, kSlots * sizeof(Slot));
+      std::memset(static_cast<void*>(slots_), 0, kSlots * sizeof(Slot));
       for (Owner& o : owners_) o = Owner{};
       next_tag_ = 1;
     }
@@ -157,7 +165,11 @@ class ShortPieceCache {
   };
   static constexpr size_t kOwners = 64;
 
-  std::unique_ptr<Slot[]> slots_;
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> raw_;  // zeroed pages, touched only where slots are used
+  Slot* slots_ = nullptr;            // raw_ rounded up to a cache line
   Owner owners_[kOwners];
   size_t next_owner_ = 0;
   uint16_t next_tag_ = 1;
