@@ -17,13 +17,17 @@ import pytest
 
 from crayon_hf import _crayon
 from support import (
+    ROOT,
     TIKTOKEN_VOCABS,
+    compile_cxx,
+    cxx_compiler,
     corpus_files,
     corpus_text,
     hf_pair,
     our_encoding,
     random_slices,
     reference_encoding,
+    run_native,
 )
 
 
@@ -95,19 +99,20 @@ def test_threads_have_their_own_cache():
     assert failures == []
 
 
-def test_short_cache_engine_tags_wrap_around_without_stale_hits():
-    # On a fresh thread: cl100k's pieces fill the short cache under tag 1; o200k takes the last
-    # tag (65535); r50k, new to the thread, starts the wrap-around: the cache is cleared and r50k
-    # gets tag 1. Without that clear r50k would read cl100k's ids for the same bytes.
+def test_engine_tags_wrap_around_without_stale_hits():
+    # On a fresh thread: cl100k's pieces fill the short cache (and its pairs the backtracking
+    # memo) under tag 1; o200k takes the last tag (65535); r50k, new to the thread, starts the
+    # wrap-around: the caches are cleared and r50k gets tag 1. Without that clear r50k would read
+    # cl100k's ids for the same bytes.
     names = ("cl100k_base", "o200k_base", "r50k_base")
     encs = {n: (reference_encoding(n), our_encoding(n)) for n in names}
-    text = " ".join(_texts()[-5:]) + " " + corpus_text(corpus_files()[0], 8 * 1024)
+    text = " ".join(_texts()[-5:]) + " " + " ".join(corpus_text(p, 8 * 1024) for p in corpus_files())
     failures = []
 
     def work() -> None:
         for name in ("cl100k_base",):
             failures.append(encs[name][1].encode_ordinary(text) != encs[name][0].encode_ordinary(text))
-        _crayon.short_piece_cache_skip_to_last_tag()
+        _crayon.engine_tags_skip_to_last_tag()
         for name in ("o200k_base", "r50k_base", "cl100k_base", "o200k_base"):
             ref, ours = encs[name]
             failures.append(ours.encode_ordinary(text) != ref.encode_ordinary(text))
@@ -134,3 +139,14 @@ def test_tokenizer_json_ids_share_the_thread_with_the_tiktoken_face(folder):
         assert ours_hf.encode_batch([text, text[::-1]], add_special_tokens=False)[1].ids == (
             ref_hf.encode(text[::-1], add_special_tokens=False).ids
         )
+
+
+def test_engine_tags_name_one_engine_until_cleared(tmp_path):
+    # The tags behind the short cache and the backtracking pair memo (native/core/engine_tags.h),
+    # checked directly: a tag names one owner until the caller's clear, across forgotten owners and
+    # the wrap-around after 65,535 tags (tests/native/test_engine_tags.cc), under the sanitizers.
+    exe = tmp_path / "test_engine_tags"
+    built = compile_cxx(cxx_compiler("the engine tag test"), [ROOT / "tests" / "native" / "test_engine_tags.cc"], exe,
+                        ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+    assert built.returncode == 0, built.stderr
+    run_native(exe, [])

@@ -262,17 +262,21 @@ struct CpuPairCheck {
     return piece::pair_valid_by_spines(pt, a, b);
   }
   int operator()(uint32_t a, uint32_t b) {
-    if (owner == 0) return decide(a, b);
-    if (sc.memo.empty()) sc.memo.resize(BacktrackScratch::kMemoSize);
-    const uint64_t key = pair_key(a, b);
-    BacktrackScratch::PairMemo& m = sc.memo[pair_hash(key ^ owner) & (BacktrackScratch::kMemoSize - 1)];
-    if (m.owner == owner && m.key == key) return m.valid;
+    if (owner == 0 || a >= BacktrackScratch::kMemoIdLimit || b >= BacktrackScratch::kMemoIdLimit) return decide(a, b);
+    if (tag == 0) {
+      if (sc.memo.empty()) sc.memo.resize(BacktrackScratch::kMemoSize);
+      tag = sc.memo_tags.tag_of(owner, [&] { std::fill(sc.memo.begin(), sc.memo.end(), uint64_t{0}); });
+    }
+    // Bits 0-19 a, 20-39 b, 40-55 the tag, 56 the answer.
+    constexpr uint64_t kKey = (uint64_t{1} << 56) - 1;
+    const uint64_t key = uint64_t{a} | uint64_t{b} << 20 | uint64_t{tag} << 40;
+    uint64_t& m = sc.memo[pair_hash(key) & (BacktrackScratch::kMemoSize - 1)];
+    if ((m & kKey) == key) return static_cast<int>(m >> 56);
     const bool valid = decide(a, b);
-    m.owner = owner;
-    m.key = key;
-    m.valid = valid;
+    m = key | uint64_t{valid} << 56;
     return valid;
   }
+  uint16_t tag = 0;  // the tables' tag in sc.memo_tags, looked up at the first memoized pair
 };
 
 // piece::encode_* through a caller-sized slice of `out`: n slots, shrunk to what was written, or

@@ -37,6 +37,7 @@
 #include <memory>
 #include <new>
 
+#include "core/engine_tags.h"
 #include "core/thread_scratch.h"
 
 namespace crayon {
@@ -82,28 +83,14 @@ class ShortPieceCache {
     slots_ = reinterpret_cast<Slot*>((reinterpret_cast<uintptr_t>(raw_.get()) + 63) & ~uintptr_t{63});
   }
 
-  // The thread's tag for the engine whose process-unique owner id is `owner` (never 0). Call it
-  // once per encode call, not per piece.
+  // The thread's tag for the engine whose process-unique owner id is `owner` (core/engine_tags.h).
+  // Call it once per encode call, not per piece.
   uint16_t tag_of(uint64_t owner) {
-    for (const Owner& o : owners_) {
-      if (o.owner == owner) return o.tag;
-    }
-    if (next_tag_ == 0) {  // every tag handed out: start again from an empty cache
-      std::memset(static_cast<void*>(slots_), 0, kSlots * sizeof(Slot));
-      for (Owner& o : owners_) o = Owner{};
-      next_tag_ = 1;
-    }
-    Owner& o = owners_[next_owner_++ % kOwners];
-    o.owner = owner;
-    o.tag = next_tag_++;
-    return o.tag;
+    return tags_.tag_of(owner, [&] { std::memset(static_cast<void*>(slots_), 0, kSlots * sizeof(Slot)); });
   }
 
-  // Tests only: the next engine new to this thread gets the last tag, and the one after it
-  // starts the wrap-around (the tags in between are skipped, never reused).
-  void skip_to_last_tag() {
-    if (next_tag_ != 0) next_tag_ = 0xFFFF;
-  }
+  // Tests only (EngineTags::skip_to_last_tag).
+  void skip_to_last_tag() { tags_.skip_to_last_tag(); }
 
   // Key of s[0, n), 1 <= n <= kMaxLen, where s[0, 16) is readable.
   static Key make_key(const uint8_t* s, size_t n, uint16_t tag) {
@@ -159,20 +146,12 @@ class ShortPieceCache {
   };
   static_assert(sizeof(Slot) == 32, "two slots per cache line");
 
-  struct Owner {
-    uint64_t owner = 0;
-    uint16_t tag = 0;
-  };
-  static constexpr size_t kOwners = 64;
-
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<void, Free> raw_;  // zeroed pages, touched only where slots are used
   Slot* slots_ = nullptr;            // raw_ rounded up to a cache line
-  Owner owners_[kOwners];
-  size_t next_owner_ = 0;
-  uint16_t next_tag_ = 1;
+  EngineTags tags_;
 };
 
 }  // namespace crayon

@@ -1343,8 +1343,10 @@ PYBIND11_MODULE(_crayon, m) {
         "Worker threads the batch pool of this process has started (0 in a forked child until its "
         "first parallel batch): the pool's threads are kept between calls.");
 
-  m.def("short_piece_cache_skip_to_last_tag", [] { ShortPieceCache::local().skip_to_last_tag(); },
-        "Tests only: the calling thread's ShortPieceCache hands its last tag to the next new engine.");
+  m.def("engine_tags_skip_to_last_tag", [] {
+    ShortPieceCache::local().skip_to_last_tag();
+    thread_scratch<BacktrackScratch>().memo_tags.skip_to_last_tag();
+  }, "Tests only: the calling thread's per-thread caches hand their last engine tag to the next new engine.");
   m.def("xxhash64", [](const py::bytes& data, uint64_t seed) {
     std::string_view v = bytes_view(data);
     return xxhash64(v.data(), v.size(), seed);
