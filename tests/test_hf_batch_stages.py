@@ -21,9 +21,10 @@ from support import SHARED, VOCAB, corpus_text, require_shared
 from crayon_hf import Tokenizer, cuda
 
 # Byte-level BPE folders whose merges are rank-BPE and whose pre-tokenizer streams: the stages apply.
-STAGED = ["gpt2", "phi2", "qwen2_5", "whisper_large_v3"]
-# Folders the stages do not take (several Split steps, merges that are not rank-BPE, other models).
-NOT_STAGED = ["deepseek_v3", "falcon", "llama3_1", "bert_base_uncased", "t5_small", "mistral_v0_1"]
+STAGED = ["gpt2", "phi2", "qwen2_5", "whisper_large_v3", "deepseek_v3"]
+# Folders the stages do not take (Split steps other than one streaming scanner or DeepSeek-V3's
+# sequence, merges that are not rank-BPE, other models).
+NOT_STAGED = ["falcon", "llama3_1", "bert_base_uncased", "t5_small", "mistral_v0_1"]
 
 
 def hf_tokenizer_json(folder: str) -> str:

@@ -396,3 +396,27 @@ def test_floats_are_read_as_tokenizers_reads_them():
     held = json.loads(tokenizers.Tokenizer.from_str(source).to_str())["model"]["vocab"]
     assert [tokenizers_float(t) for t in texts] == [score for _, score in held]
     assert any(float(t) != score for t, (_, score) in zip(texts, held)), "the case this exists for"
+
+
+def test_deepseek_sequence_streams_like_tokenizers():
+    """DeepSeek-V3's three Splits (digits, cjk runs, words) stream as one scanner
+    (native/text/deepseek_split.cc, deepseek_piece_end): the cuts between them decide what the
+    `words` search may see (whitespace before a digit, a katakana middle dot inside a cjk run, a
+    mark after one), and its normalized added tokens cut the text before any of it. Random strings
+    of exactly those parts, every field compared, with and without special tokens, one by one and
+    batched."""
+    import support  # this module's hf_pair is a fixture
+
+    ours, ref = support.hf_pair("deepseek_v3")
+    parts = ["a", "Zq", " ", "  ", "   ", "\n", "\r\n", " \n ", "\t", "1", "12", "1234", "٣", "²", "Ⅻ", "中", "文字",
+             "ひらがな", "カタカナ", "・", "ー", "゛", "\u3099", "\u0301", "é", ".", ",", "!?", "'s", "(x", "\x01",
+             "😀", "€", " 1", " 中", "中1", "<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>", "<｜fim▁hole｜>"]
+    rng = random.Random(11)
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(1, 40))) for _ in range(1500)]
+    for special in (True, False):
+        for text in texts:
+            a, b = ours.encode(text, add_special_tokens=special), ref.encode(text, add_special_tokens=special)
+            assert_same_encoding(a, b, f"{text!r} (special tokens {special})")
+        batched = ours.encode_batch(texts[:300], add_special_tokens=special)
+        for text, a in zip(texts[:300], batched):
+            assert_same_encoding(a, ref.encode(text, add_special_tokens=special), f"batch {text!r}")

@@ -122,6 +122,9 @@ class RegexSplitter final : public PieceSplitter {
   }
   bool streams() const override { return scanner_isolated_; }
   const Regex* regex() const override { return scanner_isolated_ ? re_.get() : nullptr; }
+  Regex::Scanner isolated_scanner() const override {
+    return behavior_ == SplitBehavior::kIsolated && !invert_ ? re_->scanner() : Regex::Scanner::kNone;
+  }
   size_t piece_end(std::string_view text, size_t pos) const override {
     size_t start = 0, end = 0;
     return re_->search(text, pos, start, end) && start == pos ? end : text.size();

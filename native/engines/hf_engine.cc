@@ -13,6 +13,7 @@
 #include "models/unigram.h"
 #include "models/wordlevel.h"
 #include "models/wordpiece.h"
+#include "text/deepseek_split.h"
 
 namespace crayon {
 namespace {
@@ -394,6 +395,41 @@ std::string build_hf_cartridge(const HfSource& src) {
   w.add(kHFHD, std::string(reinterpret_cast<const char*>(&h), sizeof h), kSectionRequired);
   return w.finish();
 }
+namespace {
+
+// DeepSeek-V3's pre-tokenizer, three Isolated Splits (digits, cjk runs, words) and a ByteLevel
+// step that only maps bytes, streamed as one scanner (text/deepseek_split.h).
+class DeepSeekSequenceSplitter final : public PieceSplitter {
+ public:
+  bool streams() const override { return true; }
+  size_t piece_end(std::string_view text, size_t pos) const override { return deepseek_piece_end(text, pos); }
+  void split(std::string_view text, ByteRanges& pieces) const override {
+    for (size_t pos = 0; pos < text.size();) {
+      const size_t end = deepseek_piece_end(text, pos);
+      pieces.emplace_back(static_cast<uint32_t>(pos), static_cast<uint32_t>(end));
+      pos = end;
+    }
+  }
+};
+
+bool is_deepseek_sequence(const std::vector<PreTokenizerStep>& steps) {
+  using S = Regex::Scanner;
+  const S want[3] = {S::kDeepSeekDigits, S::kDeepSeekCjk, S::kDeepSeekWords};
+  if (steps.size() != 4 || steps[3].kind != PreTokenizerStep::Kind::kByteLevel || steps[3].splitter ||
+      steps[3].add_prefix_space) {
+    return false;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (steps[i].kind != PreTokenizerStep::Kind::kSplit || !steps[i].splitter ||
+        steps[i].splitter->isolated_scanner() != want[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 
 HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeline)
     : cartridge_(std::move(cartridge)), pipeline_(std::move(pipeline)) {
@@ -505,6 +541,9 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
     } else if (steps.size() == 2 && steps[0].kind == PreTokenizerStep::Kind::kSplit && steps[0].splitter->streams() &&
                !steps[1].splitter && !steps[1].add_prefix_space) {
       streaming_ = steps[0].splitter.get();
+    } else if (is_deepseek_sequence(steps)) {
+      sequence_stream_ = std::make_shared<DeepSeekSequenceSplitter>();
+      streaming_ = sequence_stream_.get();
     }
     if (streaming_ != nullptr && streaming_->regex() != nullptr) streaming_scanner_ = streaming_->regex()->scanner();
   }
@@ -1056,13 +1095,31 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
       explicit_align = true;
     }
   }
-  if (!explicit_align && streaming_ != nullptr && added_normalized_.empty()) {
-    encode_streaming(text, base, out, word);
+  const Alignment where = explicit_align ? Alignment(text, &align) : Alignment(text, base);
+  std::vector<AddedSplit>& splits = sc.splits;
+  if (!explicit_align && streaming_ != nullptr) {
+    if (added_normalized_.empty()) {
+      encode_streaming(text, base, out, word);
+      return;
+    }
+    // Normalized added tokens (DeepSeek-V3 has 15) cut the text as in the general path below;
+    // each part between them streams on its own, as the pre-tokenizers see it there.
+    splits.clear();
+    added_normalized_.split(text, encode_special_tokens, splits);
+    for (const AddedSplit& s : splits) {
+      if (out.full()) return;
+      if (s.end <= s.start) continue;
+      const std::string_view part = text.substr(s.start, s.end - s.start);
+      if (s.token >= 0) {
+        emit_added(added_normalized_.token(static_cast<size_t>(s.token)), part, where.start_of(s.start),
+                   where.end_of(s.end - 1), out, word);
+      } else {
+        encode_streaming(part, base + s.start, out, word);
+      }
+    }
     return;
   }
-  const Alignment where = explicit_align ? Alignment(text, &align) : Alignment(text, base);
 
-  std::vector<AddedSplit>& splits = sc.splits;
   splits.clear();
   added_normalized_.split(text, encode_special_tokens, splits);
 

@@ -69,6 +69,9 @@ class PieceSplitter {
   virtual size_t piece_end(std::string_view text, size_t pos) const { return text.size(); }
   // The regex behind a streaming splitter, when there is one (its scanner can be called directly).
   virtual const Regex* regex() const { return nullptr; }
+  // The hand-written scanner of an Isolated, not inverted Split by a regex (kNone otherwise):
+  // HfEngine recognises sequences of such Splits that stream together (DeepSeek-V3's).
+  virtual Regex::Scanner isolated_scanner() const { return Regex::Scanner::kNone; }
 };
 
 struct PreTokenizerStep {
@@ -286,6 +289,7 @@ class HfEngine {
   // The one splitter of a pipeline that is just "scanner, then bytes" (no prefix space, no other
   // step): then text splits without a normalizer change stream straight into the model.
   const PieceSplitter* streaming_ = nullptr;
+  std::shared_ptr<const PieceSplitter> sequence_stream_;  // owns streaming_ for a sequence of Splits
   Regex::Scanner streaming_scanner_ = Regex::Scanner::kNone;  // its hand-written scanner, when it has one
   std::shared_ptr<const TiktokenEngine> fast_;  // set when the merge list is tiktoken-equivalent
   const uint32_t* decode_offsets_ = nullptr;  // n_ids + 1 entries into decode_bytes_

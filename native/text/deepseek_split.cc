@@ -222,3 +222,64 @@ bool search_deepseek_words(std::string_view text, size_t from, size_t& match_sta
 }
 
 }  // namespace crayon
+
+namespace crayon {
+
+size_t deepseek_piece_end(std::string_view text, size_t pos) {
+  const Text t(text);
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const size_t n = text.size();
+  const Char c = t.at(pos);
+  // digits: pos starts a group of up to three, since every earlier piece ended on a group's end;
+  // `words` matches nothing in a group (no letter, mark, punctuation or space), so it stays whole.
+  if (c.cls & kN) {
+    size_t e = pos + c.len;
+    for (int k = 1; k < 3; ++k) {
+      const Char d = t.at(e);
+      if (!(d.cls & kN)) break;
+      e += d.len;
+    }
+    return e;
+  }
+  size_t ms = 0, me = 0;
+  // cjk: the run from pos is a segment of its own, which `words` cuts further (U+30FB KATAKANA
+  // MIDDLE DOT is punctuation, U+3099 a mark).
+  if (size_t len = cjk_at(s, n, pos)) {
+    size_t e = pos + len;
+    while (e < n && (len = cjk_at(s, n, e)) != 0) e += len;
+    if (!search_deepseek_words(text.substr(0, e), pos, ms, me)) return e;
+    return ms == pos ? me : ms;
+  }
+  // words, on the text between two cuts (a digit or a cjk character: the earlier Splits made
+  // those pieces of their own). Searched on the whole text first; that answer stands unless a cut
+  // lies among the characters the search looked at: up to its end, the whitespace run continuing
+  // there (alternatives 4 and 5 read it to its end), and one character more.
+  bool found = search_deepseek_words(text, pos, ms, me);
+  size_t seen = found ? me : n;
+  while (seen < n) {
+    const Char d = t.at(seen);
+    seen += d.len;
+    if (!(d.cls & kS)) break;
+  }
+  for (size_t i = pos; i < seen;) {
+    if (s[i] < 0x80) {  // ASCII: only the digits cut
+      if (static_cast<uint8_t>(s[i] - '0') >= 10) {
+        ++i;
+        continue;
+      }
+    }
+    const Char d = t.at(i);
+    if ((d.cls & kN) || cjk_at(s, n, i)) {
+      // The segment ends at i: search it alone (its end is the end of the text for `$`-like
+      // lookaheads). No match: the rest of the segment is one piece.
+      found = search_deepseek_words(text.substr(0, i), pos, ms, me);
+      if (!found) return i;
+      break;
+    }
+    i += d.len;
+  }
+  if (!found) return n;
+  return ms == pos ? me : ms;  // a match at pos, or the unmatched text before the next one
+}
+
+}  // namespace crayon

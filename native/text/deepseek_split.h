@@ -29,4 +29,11 @@ bool search_deepseek_digits(std::string_view text, size_t from, size_t& match_st
 bool search_deepseek_cjk(std::string_view text, size_t from, size_t& match_start, size_t& match_end);
 bool search_deepseek_words(std::string_view text, size_t from, size_t& match_start, size_t& match_end);
 
+// The three Splits in sequence, each Isolated, as tokenizer.json runs them (each on the pieces of
+// the one before): the end of the final piece that starts at pos < text.size(), where pos is 0 or
+// the end of the piece before. Streams what the three rounds of splits produce, in one pass: a
+// piece costs about one `words` search plus a look for a digit or cjk character among the
+// characters that search read.
+size_t deepseek_piece_end(std::string_view text, size_t pos);
+
 }  // namespace crayon
