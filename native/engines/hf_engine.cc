@@ -395,6 +395,7 @@ std::string build_hf_cartridge(const HfSource& src) {
   w.add(kHFHD, std::string(reinterpret_cast<const char*>(&h), sizeof h), kSectionRequired);
   return w.finish();
 }
+
 namespace {
 
 // DeepSeek-V3's pre-tokenizer, three Isolated Splits (digits, cjk runs, words) and a ByteLevel
@@ -429,7 +430,6 @@ bool is_deepseek_sequence(const std::vector<PreTokenizerStep>& steps) {
 }
 
 }  // namespace
-
 
 HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeline)
     : cartridge_(std::move(cartridge)), pipeline_(std::move(pipeline)) {
@@ -736,7 +736,9 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
         }
         const uint8_t* p = bytes + starts[queued];
         const size_t k = ends[queued] - starts[queued];
-        if (TiktokenEngine::short_cached(p, k, starts[queued] < keyable_end)) hot.prefetch(ShortPieceCache::make_key(p, k, hot_tag));
+        if (TiktokenEngine::short_cached(p, k, starts[queued] < keyable_end)) {
+          hot.prefetch(ShortPieceCache::make_key(p, k, hot_tag));
+        }
         ++queued;
       }
       if (queued == 0) return false;

@@ -445,7 +445,7 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
   }
   ShortPieceCache& hot = ShortPieceCache::local();
   const uint16_t tag = hot.tag_of(owner_);
-  // Pieces that start here or earlier have ShortPieceCache::kMaxLen readable bytes inside seg.
+  // Pieces that start before keyable_end have ShortPieceCache::kMaxLen readable bytes in seg.
   const uint8_t* const data = reinterpret_cast<const uint8_t*>(seg.data());
   const size_t keyable_end = seg.size() >= ShortPieceCache::kMaxLen ? seg.size() - ShortPieceCache::kMaxLen + 1 : 0;
   // Pieces are found kAhead at a time and their cache slots prefetched before any is encoded:
