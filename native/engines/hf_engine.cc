@@ -724,6 +724,8 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
   // encoded, so that cold slots miss together (as in TiktokenEngine::encode_segment).
   constexpr size_t kAhead = 32;
   size_t starts[kAhead], ends[kAhead];
+  ShortPieceCache::Key keys[kAhead];
+  bool keyed[kAhead];
   size_t queued = 0, taken = 0;
   bool more = true;
   auto next_queued = [&](size_t& start, size_t& stop) {
@@ -736,8 +738,10 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
         }
         const uint8_t* p = bytes + starts[queued];
         const size_t k = ends[queued] - starts[queued];
-        if (TiktokenEngine::short_cached(p, k, starts[queued] < keyable_end)) {
-          hot.prefetch(ShortPieceCache::make_key(p, k, hot_tag));
+        keyed[queued] = TiktokenEngine::short_cached(p, k, starts[queued] < keyable_end);
+        if (keyed[queued]) {
+          keys[queued] = ShortPieceCache::make_key(p, k, hot_tag);
+          hot.prefetch(keys[queued]);
         }
         ++queued;
       }
@@ -752,6 +756,15 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
     if (out.full()) return;
     const uint8_t* piece = bytes + pos;
     const size_t len = end - pos;
+    // The fast engine's ranks of this piece, through the cache with the key made when it was queued.
+    auto encode_ranks = [&](std::vector<uint32_t>& v) {
+      const size_t q = taken - 1;
+      if (keyed[q]) {
+        fast.encode_piece_keyed(hot, hot_tag, keys[q], piece, len, v);
+      } else {
+        fast.encode_piece(piece, len, v);
+      }
+    };
     // What HfBpeModel::encode_word_uncached does before its fast path: ignore_merges looks the
     // whole piece up in the vocabulary, and a byte without a token sends the piece to the merge loop.
     bool general = false;
@@ -779,7 +792,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
       // ready(), so no token's bytes need reading here.
       std::vector<uint32_t>& ids = out.ids;
       const size_t first = ids.size();
-      fast.encode_piece_hot(hot, hot_tag, piece, len, pos < keyable_end, ids);
+      encode_ranks(ids);
       for (size_t i = first; i < ids.size(); ++i) {
         const uint32_t r = ids[i];
         if (r >= n_ranks) damaged(len);
@@ -789,7 +802,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
       continue;
     }
     ranks.clear();
-    fast.encode_piece_hot(hot, hot_tag, piece, len, pos < keyable_end, ranks);
+    encode_ranks(ranks);
     // Token lengths from the checked offset table (an absent rank has length 0, which tiles
     // nothing): they place each token's offsets, and a damaged table shows as tokens that do not
     // tile the piece.

@@ -368,7 +368,7 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   // Several tokens. Real text repeats such pieces (61-81% of them on English and code), and BPE
   // on one costs far more than a cache probe, so short ones go through the thread's PieceCache.
   // Single-token pieces never touch it (measured: caching them here too was slower); the
-  // ShortPieceCache in front of this function (encode_piece_hot) is what makes short ones cheap.
+  // ShortPieceCache in front of this function (encode_piece_keyed) is what makes short ones cheap.
   if (n <= PieceCache::kMaxLen) {
     PieceCache& cache = PieceCache::local();
     const PieceCache::Key key = PieceCache::make_key(piece, n);

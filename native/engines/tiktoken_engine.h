@@ -117,24 +117,15 @@ class TiktokenEngine {
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
-  // encode_piece behind the thread's ShortPieceCache, for callers that can promise
-  // ShortPieceCache::kMaxLen readable bytes at `piece` (`keyable`); `tag` is
-  // hot.tag_of(memo_owner()), looked up once per call of the caller.
-  void encode_piece_hot(ShortPieceCache& hot, uint16_t tag, const uint8_t* piece, size_t n, bool keyable,
-                        std::vector<uint32_t>& out) const {
-    // ASCII-led pieces only: long runs of CJK characters rarely fit a slot and rarely repeat
-    // within a slot's lifetime (measured: probing them cost Chinese text 3-5%).
-    if (short_cached(piece, n, keyable)) {
-      encode_piece_keyed(hot, tag, ShortPieceCache::make_key(piece, n, tag), piece, n, out);
-    } else {
-      encode_piece(piece, n, out);
-    }
-  }
-  // Whether encode_piece_hot goes through the cache for this piece.
+  // The thread's ShortPieceCache in front of encode_piece. Callers find pieces ahead, ask
+  // short_cached whether a piece goes through the cache (`keyable`: ShortPieceCache::kMaxLen
+  // readable bytes at `piece`), make its key with their tag (hot.tag_of(memo_owner()), once per
+  // call) and prefetch its slot, then call encode_piece_keyed. ASCII-led pieces only: long runs of
+  // CJK characters rarely fit a slot and rarely repeat within a slot's lifetime (measured: probing
+  // them cost Chinese text 3-5%).
   static bool short_cached(const uint8_t* piece, size_t n, bool keyable) {
     return n <= ShortPieceCache::kMaxLen && keyable && piece[0] < 0x80;
   }
-  // encode_piece_hot's cached branch, with the key made (and its slot prefetched) earlier.
   void encode_piece_keyed(ShortPieceCache& hot, uint16_t tag, const ShortPieceCache::Key& key, const uint8_t* piece,
                           size_t n, std::vector<uint32_t>& out) const {
     if (hot.find(tag, key, out)) return;

@@ -166,6 +166,26 @@ inline size_t cjk_at(const uint8_t* s, size_t n, size_t pos) {
   return d.cp != utf8::kInvalid && is_cjk(d.cp) ? d.len : 0;
 }
 
+// End of the \p{N}{1,3} group starting at i (holding c, an N character).
+size_t digit_group_end(const Text& t, size_t i, const Char& c) {
+  size_t e = i + c.len;
+  for (int k = 1; k < 3; ++k) {
+    const Char d = t.at(e);
+    if (!(d.cls & kN)) break;
+    e += d.len;
+  }
+  return e;
+}
+
+// End of the run of cjk class characters from i, whose first is `len` bytes long.
+size_t cjk_run_end(const uint8_t* s, size_t n, size_t i, size_t len) {
+  size_t e = i;
+  do {
+    e += len;
+  } while (e < n && (len = cjk_at(s, n, e)) != 0);
+  return e;
+}
+
 }  // namespace
 
 bool search_deepseek_digits(std::string_view text, size_t from, size_t& match_start, size_t& match_end) {
@@ -173,14 +193,8 @@ bool search_deepseek_digits(std::string_view text, size_t from, size_t& match_st
   for (size_t i = from; i < t.size();) {
     const Char c = t.at(i);
     if (c.cls & kN) {
-      size_t e = i + c.len;
-      for (int k = 1; k < 3; ++k) {
-        const Char d = t.at(e);
-        if (!(d.cls & kN)) break;
-        e += d.len;
-      }
       match_start = i;
-      match_end = e;
+      match_end = digit_group_end(t, i, c);
       return true;
     }
     i += c.len;
@@ -194,14 +208,10 @@ bool search_deepseek_cjk(std::string_view text, size_t from, size_t& match_start
   const auto* s = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
   for (size_t i = from; i < n; ++i) {
-    size_t len = cjk_at(s, n, i);
+    const size_t len = cjk_at(s, n, i);
     if (len == 0) continue;
-    size_t e = i;
-    do {
-      e += len;
-    } while (e < n && (len = cjk_at(s, n, e)) != 0);
     match_start = i;
-    match_end = e;
+    match_end = cjk_run_end(s, n, i, len);
     return true;
   }
   return false;
@@ -221,10 +231,6 @@ bool search_deepseek_words(std::string_view text, size_t from, size_t& match_sta
   return false;
 }
 
-}  // namespace crayon
-
-namespace crayon {
-
 size_t deepseek_piece_end(std::string_view text, size_t pos) {
   const Text t(text);
   const auto* s = reinterpret_cast<const uint8_t*>(text.data());
@@ -232,21 +238,12 @@ size_t deepseek_piece_end(std::string_view text, size_t pos) {
   const Char c = t.at(pos);
   // digits: pos starts a group of up to three, since every earlier piece ended on a group's end;
   // `words` matches nothing in a group (no letter, mark, punctuation or space), so it stays whole.
-  if (c.cls & kN) {
-    size_t e = pos + c.len;
-    for (int k = 1; k < 3; ++k) {
-      const Char d = t.at(e);
-      if (!(d.cls & kN)) break;
-      e += d.len;
-    }
-    return e;
-  }
+  if (c.cls & kN) return digit_group_end(t, pos, c);
   size_t ms = 0, me = 0;
   // cjk: the run from pos is a segment of its own, which `words` cuts further (U+30FB KATAKANA
   // MIDDLE DOT is punctuation, U+3099 a mark).
-  if (size_t len = cjk_at(s, n, pos)) {
-    size_t e = pos + len;
-    while (e < n && (len = cjk_at(s, n, e)) != 0) e += len;
+  if (const size_t len = cjk_at(s, n, pos)) {
+    const size_t e = cjk_run_end(s, n, pos, len);
     if (!search_deepseek_words(text.substr(0, e), pos, ms, me)) return e;
     return ms == pos ? me : ms;
   }
