@@ -39,6 +39,11 @@ def documents(corpora: Path, target_bytes: int, seed: int = 0) -> list[str]:
         texts.append(p.read_text(encoding="utf-8", errors="ignore"))
     jsonl = corpora / "short_docs.jsonl"
     short = [json.loads(line)["text"] for line in jsonl.open(encoding="utf-8")] if jsonl.exists() else []
+    if not texts:
+        # Without a *.txt corpus the loop below could never reach target_bytes: say so instead of
+        # spinning (a device run once spent its whole time limit here on a folder that did not
+        # travel).
+        sys.exit(f"no *.txt corpora in {corpora} (pass the shared corpora folder)")
     rng = random.Random(seed)
     docs: list[str] = list(short)
     size = sum(len(d.encode()) for d in docs)
