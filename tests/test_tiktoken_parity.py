@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support import (
+    CORPORA,
     TIKTOKEN_VOCABS,
     corpus_files,
     corpus_text,
@@ -109,6 +110,31 @@ PATHOLOGICAL = [
 def test_long_pathological_pieces(pair, index):
     ref, ours = pair
     assert_same(ref, ours, PATHOLOGICAL[index])
+
+
+def test_ascii_pieces_around_the_quadratic_loops_limit(pair):
+    """ASCII pieces of 9 to 30 bytes: up to 24 they take the quadratic merge loop, past it
+    backtracking (models/piece_encoder.h, prefers_small). Rare words made of real ones, random
+    letters, identifiers, punctuation runs, each piece new to the caches and also met again."""
+    ref, ours = pair
+    rng = random.Random(24)
+    words = corpus_text(CORPORA / "en_gutenberg_big.txt", 60_000).split()
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    pieces = []
+    for n in range(9, 31):
+        for _ in range(40):
+            glued = "".join(rng.choice(words) for _ in range(4)).strip(".,;:!?\"'()")[:n]
+            pieces += [
+                glued,
+                "".join(rng.choice(alphabet) for _ in range(n)),
+                "".join(rng.choice("abcdefghijklmnopqrstuvwxyz_") for _ in range(n)),
+                "".join(rng.choice("=-*#~+/") for _ in range(n)),
+            ]
+    for piece in pieces:
+        assert_same(ref, ours, " " + piece)
+    text = " ".join(pieces)
+    assert_same(ref, ours, text)
+    assert_same(ref, ours, text)  # now every piece is in the caches
 
 
 def test_random_bytes_as_text(pair):
