@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "peers.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     (args.out / "peers.md").write_text(
         "# crayon-hf against the fastest peers\n\nSingle thread (pinned, every pool at one thread), ~16 KiB "
-        "documents no library had seen, libraries taking turns, median of per-pass ratios "
+        "documents no library had seen, libraries taking turns, each library's time including freeing its "
+        "own output, median of per-pass ratios "
         f"({args.passes} passes of {args.per_pass} documents). Made by `benchmarks/peers.py`.\n\n"
         + render(rows) + "\n")
     plot(rows, args.out / "peers.png")
