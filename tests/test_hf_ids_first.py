@@ -10,6 +10,8 @@ import pickle
 import numpy as np
 import pytest
 
+from crayon_hf._hf.errors import PanicException
+
 from support import (NATIVE_FOLDERS, VOCAB, child_python, corpus_files, corpus_text, hf_pair, random_slices,
                      require_module, require_shared, short_docs)
 
@@ -176,6 +178,62 @@ def test_ids_only_and_limited_engine_prefix_is_exact(folder):
     assert engine.encode_id_list(docs[0], False, [], []) == engine.encode_id_list(docs[0]) == full.doc(0)[0].tolist()
     with pytest.raises(TypeError):
         engine.encode_id_list(docs[0], False, (1,), [])
+
+
+TRUNCATIONS = [
+    dict(max_length=1), dict(max_length=2), dict(max_length=3), dict(max_length=16), dict(max_length=128),
+    dict(max_length=40, stride=10), dict(max_length=16, strategy="only_first"),
+    dict(max_length=16, strategy="only_second"), dict(max_length=4, stride=4), dict(max_length=20, stride=19),
+    dict(max_length=24, direction="left"),
+]
+
+
+@pytest.mark.parametrize("folder", ["gpt2", "qwen2_5", "mistral_v0_1", "bert_base_uncased", "t5_small",
+                                    "xlm_roberta_paraphrase_mpnet"])
+def test_truncated_encode_stops_early_and_equals_eager_and_reference(folder):
+    """`encode(text)` with right truncation takes the ids from an engine run that stops at the
+    limit; they, and every field built when read (overflowing windows included), equal the eager
+    path on the whole text and tokenizers. Where tokenizers raises (only_second on one sequence,
+    a stride not below the room left), the same error; left truncation and padding are covered."""
+    ours, ref = load_pair(folder)
+    docs = [t for t in texts() if len(t) > 20][:40] + [corpus_text(p, 6000) for p in corpus_files()[:4]]
+    for options in TRUNCATIONS:
+        try:
+            ref.enable_truncation(**options)
+        except ValueError:  # a stride the folder's special tokens leave no room for: refused up front
+            with pytest.raises(ValueError):
+                ours.enable_truncation(**options)
+            continue
+        ours.enable_truncation(**options)
+        for add in (True, False):
+            for text in docs + ["", "a"]:
+                try:
+                    want = ref.encode(text, add_special_tokens=add)
+                except BaseException as e:  # noqa: BLE001 - tokenizers refuses (an Exception, or a panic)
+                    if isinstance(e, KeyboardInterrupt):
+                        raise
+                    # ...so must we: the same exception type, or our PanicException for its panic.
+                    with pytest.raises(PanicException if type(e).__name__ == "PanicException" else type(e)):
+                        ours.encode(text, add_special_tokens=add)
+                    continue
+                got = ours.encode(text, add_special_tokens=add)
+                assert got.ids == want.ids, f"{folder} {options} {text[:40]!r}"
+                assert fields(got) == fields(eager(ours, text, add)) == fields(want), f"{folder} {options}"
+                assert [o.ids for o in got.overflowing] == [o.ids for o in want.overflowing]
+    ours.enable_padding(pad_id=0, pad_token=ours.id_to_token(0) or "x")  # to the longest of one: no change
+    ref.enable_padding(pad_id=0, pad_token=ours.id_to_token(0) or "x")
+    ours.enable_truncation(8)
+    ref.enable_truncation(8)
+    for text in docs:
+        assert fields(ours.encode(text)) == fields(ref.encode(text))
+    ours.enable_padding(pad_id=0, pad_token=ours.id_to_token(0) or "x", length=12)  # fixed: the eager path
+    ref.enable_padding(pad_id=0, pad_token=ours.id_to_token(0) or "x", length=12)
+    for text in docs[:10]:
+        assert fields(ours.encode(text)) == fields(ref.encode(text))
+    ours.no_padding()
+    ref.no_padding()
+    ours.no_truncation()
+    ref.no_truncation()
 
 
 @pytest.mark.parametrize("folder", ["gpt2", "llama3_1", "qwen2_5", "bert_base_uncased", "t5_small"])

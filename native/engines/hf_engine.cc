@@ -982,6 +982,7 @@ void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, s
         (here_inert || after_inert ||
          (mark && model.may_end_word(reinterpret_cast<const uint8_t*>(buf.data()) + last, buf.size() - last)))) {
       flush();
+      if (out.full()) return;  // the words flushed so far are the encoding's first tokens
     }
     after_inert = here_inert;
     if (space) append(r.data(), r.size(), k);
@@ -1010,7 +1011,10 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
   };
   const auto* bpe = dynamic_cast<const HfBpeModel*>(&model);
   if (bpe != nullptr && bpe->segments() && metaspace != nullptr && !metaspace->split) {
-    for (const Piece& p : pieces) encode_sentencepiece_words(*bpe, metaspace->replacement, text, where, p, out, word++);
+    for (const Piece& p : pieces) {
+      if (out.full()) return;
+      encode_sentencepiece_words(*bpe, metaspace->replacement, text, where, p, out, word++);
+    }
     return;
   }
   TextPiecesScratch& sc = thread_scratch<TextPiecesScratch>();  // (see core/thread_scratch.h)
@@ -1020,6 +1024,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
   const std::string empty;
   const std::string& r = metaspace ? metaspace->replacement : empty;
   for (const Piece& p : pieces) {
+    if (out.full()) return;  // pieces encode alone: the tokens so far are the encoding's first ones
     const auto* bytes = reinterpret_cast<const uint8_t*>(text.data()) + p.start;
     const size_t n = p.end - p.start;
     tokens.clear();

@@ -1022,20 +1022,22 @@ void bind_hf(py::module_& m) {
       "The model alone on one piece's bytes: [(id, start, end)]. reference=True runs the plain "
       "merge-list loop (the oracle of the fast paths).")
       .def("encode_id_list", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens,
-                                const py::list& before, const py::list& after) {
+                                const py::list& before, const py::list& after, int64_t limit) {
         const std::string_view t = utf8_view(text);
         const HfEngine& engine = *pe;
         RawEncoding r;
         r.with_offsets = false;  // ids only: the engine skips offsets and words
+        if (limit >= 0) r.limit = static_cast<size_t>(limit);  // at least the first `limit` ids (RawEncoding::limit)
         {
           py::gil_scoped_release release;
           engine.encode(t, encode_special_tokens, r);
         }
         return PyEngine::id_list(before, r.ids.data(), r.ids.size(), after);
       }, py::arg("text"), py::arg("encode_special_tokens") = false, py::arg("before") = py::list(),
-      py::arg("after") = py::list(),
+      py::arg("after") = py::list(), py::arg("limit") = -1,
       "One sequence up to the model, ids only, as a list of ints (the ids of encode()), between the\n"
-      "ints of `before` and `after` (a post-processor's fixed prefix and suffix).")
+      "ints of `before` and `after` (a post-processor's fixed prefix and suffix). With limit >= 0 the\n"
+      "engine may stop once it has that many: the ids are then the first ones of the whole text's.")
       .def("encode_batch_id_lists", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
                                        size_t num_threads, const py::list& before, const py::list& after) {
         // As encode_tiktoken_batch_lists: the calling thread turns finished texts into lists (under

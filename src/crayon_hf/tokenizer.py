@@ -922,9 +922,11 @@ class Tokenizer:
         """
         if self._ref is not None:
             return self._ref.encode(sequence, pair, is_pretokenized, add_special_tokens)
-        if type(sequence) is str and pair is None and not is_pretokenized and self._truncation is None \
-                and self._padding is None:
-            lazy = self._encode_lazy(sequence, add_special_tokens)
+        padding = self._padding
+        if type(sequence) is str and pair is None and not is_pretokenized and \
+                (padding is None or (padding.length is None and not padding.pad_to_multiple_of)):
+            # (Padding to the longest of a batch of one changes nothing.)
+            lazy = self._encode_lazy(sequence, add_special_tokens, self._truncation)
             if lazy is not None:
                 return lazy
         try:
@@ -957,25 +959,49 @@ class Tokenizer:
             out.append(lazy(ids, build))
         return out
 
-    def _encode_lazy(self, sequence: str, add_special_tokens: bool) -> Encoding | None:
+    def _encode_lazy(self, sequence: str, add_special_tokens: bool,
+                     truncation: TruncationParams | None = None) -> Encoding | None:
         """`encode(sequence)` with ids first: the engine gives the ids alone (no offsets, words or
         token strings), the processor's fixed prefix and suffix go around them, and everything
         else is built when first read, by the eager path on the same text with the tokenizer's
-        state of this call (`Encoding._lazy`). None where the processor has no fixed layout."""
+        state of this call (`Encoding._lazy`). None where the processor has no fixed layout.
+
+        With right truncation the engine stops once it has one id more than the sequence keeps
+        (exact: RawEncoding::limit in native/engines/hf_engine.h), so a long text truncated to a
+        few hundred tokens costs those tokens, not the text; `overflowing` and the other fields
+        are built from the whole text when read. None where truncation would raise (the eager
+        path raises tokenizers' error) or cuts from the left."""
         processor = self._processor
         plan = _id_plan(processor, add_special_tokens)
         if plan is None:
             return None
+        before, after = plan
+        keep = limit = -1
+        if truncation is not None:
+            if truncation.direction != "right":
+                return None
+            keep = _sequence_room(truncation, processor, add_special_tokens)
+            if keep is not None:
+                limit = keep + 1
         special = self._encode_special_tokens
         try:
-            ids = self._engine.encode_id_list(sequence, special, *plan)
+            if limit < 0:
+                ids = self._engine.encode_id_list(sequence, special, *plan)
+            else:
+                ids = self._engine.encode_id_list(sequence, special, [], [], limit)
         except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
             raise TypeError(_SEQUENCE_ERROR[False]) from None
-        engine, vocab = self._engine, self._vocab_lazy
+        if limit >= 0:
+            if len(ids) > keep:
+                if truncation.strategy == "only_second" or (keep > 0 and truncation.stride >= keep):
+                    return None
+                del ids[keep:]
+            ids = before + ids + after
+        engine, vocab, padding = self._engine, self._vocab_lazy, self._padding
 
         def build() -> Encoding:
             raw = _raw_text(engine, vocab, sequence, special, 0)
-            return post_process(raw, None, add_special_tokens, None, None, processor)
+            return post_process(raw, None, add_special_tokens, truncation, padding, processor)
 
         return Encoding._lazy(ids, build)
 
@@ -1240,6 +1266,16 @@ def _id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[
 
     _id_plan = id_plan
     return id_plan(processor, add_special_tokens)
+
+
+def _sequence_room(truncation: TruncationParams, processor: Any, add_special_tokens: bool) -> int | None:
+    """How many of a single sequence's tokens truncation keeps (max_length less the processor's
+    added tokens, wrapping as tokenizers' usize subtraction does), or None when that is no limit."""
+    from crayon_hf._hf.batch import _NO_TRUNCATION, _USIZE_MOD
+
+    added = processor.added_tokens(False) if processor is not None else 0
+    room = (truncation.max_length - added) % _USIZE_MOD if add_special_tokens and added > 0 else truncation.max_length
+    return None if room >= _NO_TRUNCATION else room
 
 
 def _raw_text(engine: Any, vocab: Sequence[str | None], sequence: str, special: bool, type_id: int) -> Encoding:
