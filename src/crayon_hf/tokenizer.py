@@ -1269,12 +1269,10 @@ def _id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[
 
 
 def _sequence_room(truncation: TruncationParams, processor: Any, add_special_tokens: bool) -> int | None:
-    """How many of a single sequence's tokens truncation keeps (max_length less the processor's
-    added tokens, wrapping as tokenizers' usize subtraction does), or None when that is no limit."""
-    from crayon_hf._hf.batch import _NO_TRUNCATION, _USIZE_MOD
+    """`crayon_hf._hf.batch.sequence_room`, None for no limit (imported on the first call, as _id_plan)."""
+    from crayon_hf._hf.batch import _NO_TRUNCATION, sequence_room
 
-    added = processor.added_tokens(False) if processor is not None else 0
-    room = (truncation.max_length - added) % _USIZE_MOD if add_special_tokens and added > 0 else truncation.max_length
+    room = sequence_room(truncation, processor, add_special_tokens)
     return None if room >= _NO_TRUNCATION else room
 
 

@@ -169,6 +169,14 @@ def _plan(processor: Any, add_special_tokens: bool) -> tuple[np.ndarray, np.ndar
     return None if plan is _UNSUPPORTED else plan
 
 
+def sequence_room(truncation: TruncationParams, processor: Any, add_special_tokens: bool) -> int:
+    """How many of a single sequence's tokens truncation keeps: max_length less the processor's
+    added tokens, wrapping as tokenizers' usize subtraction does; _NO_TRUNCATION for no limit."""
+    added = processor.added_tokens(False) if processor is not None else 0
+    room = (truncation.max_length - added) % _USIZE_MOD if add_special_tokens and added > 0 else truncation.max_length
+    return min(room, _NO_TRUNCATION)
+
+
 def id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[int]] | None:
     """(ids before, ids after) the sequence in the processor's layout for a single sequence, or
     None where that layout is not prefix + sequence + suffix (as `_plan`)."""
@@ -259,9 +267,7 @@ def encode_singles(
     max_len = None
     limit = -1
     if truncation is not None:
-        added = processor.added_tokens(False) if processor is not None else 0
-        max_len = (truncation.max_length - added) % _USIZE_MOD if add_special_tokens and added > 0 else truncation.max_length
-        max_len = min(max_len, _NO_TRUNCATION)
+        max_len = sequence_room(truncation, processor, add_special_tokens)
         if truncation.direction != "left" and max_len < _NO_TRUNCATION:
             limit = max_len + 1
     try:
