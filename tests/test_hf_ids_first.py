@@ -196,7 +196,7 @@ def test_truncated_encode_stops_early_and_equals_eager_and_reference(folder):
     path on the whole text and tokenizers. Where tokenizers raises (only_second on one sequence,
     a stride not below the room left), the same error; left truncation and padding are covered."""
     ours, ref = load_pair(folder)
-    docs = [t for t in texts() if len(t) > 20][:40] + [corpus_text(p, 6000) for p in corpus_files()[:4]]
+    docs = [t for t in texts() if len(t) > 20][:20] + [corpus_text(p, 6000) for p in corpus_files()[:2]]
     for options in TRUNCATIONS:
         try:
             ref.enable_truncation(**options)
