@@ -17,10 +17,11 @@ Faces and outputs:
       `encode_ids`-style arrays against tokenizers, fastokens and tokie.
 Every pass checks every library's ids against the reference. A crayon-hf mismatch fails the run; a
 peer's is reported, and the bar is the fastest exact peer (an inexact one only where no peer is
-exact, marked "ids differ"). `--more` runs the WordPiece and Unigram folders (bert_base_uncased,
-t5_small, xlm_roberta_paraphrase_mpnet; only tokie loads them) into peers_more.{md,json,png}.
-Folders are compared on whole documents (a tokenizer.json's truncation and padding are turned off). Results: benchmarks/results/peers.{md,json,png}; ratio = crayon MiB/s
-over the best peer's (fastokens or tokie; the references are reported separately).
+exact, marked "ids differ"). Folders are compared on whole documents (a tokenizer.json's
+truncation and padding are turned off). Results: benchmarks/results/peers.{md,json,png}; ratio =
+crayon MiB/s over the best peer's (fastokens or tokie; the references are reported separately).
+`--more` runs the WordPiece and Unigram folders (bert_base_uncased, t5_small,
+xlm_roberta_paraphrase_mpnet; only tokie loads them) into peers_more.{md,json,png}.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ CORPORA = {"en": "en_gutenberg_big.txt", "code": "code_python_stdlib.txt", "zh":
            "multi": "multi_udhr_scripts.txt"}
 TIKTOKEN_VOCABS = ["cl100k_base", "o200k_base", "llama3"]
 HF_VOCABS = ["qwen2_5", "llama3_1", "gpt2", "deepseek_v3", "mistral_v0_1", "gemma"]
-# WordPiece and Unigram folders, where tokie is the only peer (fastokens loads neither): measured
-# with --vocab (or --more) into a results folder of their own (docs/benchmarks.md).
+# WordPiece and Unigram folders, where tokie is the only peer (fastokens loads none of them):
+# measured with --more into results files of their own, peers_more.* (docs/benchmarks.md).
 MORE_HF_VOCABS = ["bert_base_uncased", "t5_small", "xlm_roberta_paraphrase_mpnet"]
 PEERS = ("fastokens", "tokie")
 
@@ -227,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="append", choices=list(CORPORA), help="a corpus (repeatable; default: all)")
     ap.add_argument("--passes", type=int, default=8)
     ap.add_argument("--per-pass", type=int, default=5, help="documents per library per pass")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="where peers.{md,json,png} go")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="where peers.{md,json,png} (peers_more.* with --more) go")
     ap.add_argument("--replot", action="store_true", help="redraw peers.png from peers.json, measure nothing")
     args = ap.parse_args(argv)
     stem = "peers_more" if args.more else "peers"

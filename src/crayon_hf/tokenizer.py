@@ -1269,11 +1269,13 @@ def _id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[
 
 
 def _sequence_room(truncation: TruncationParams, processor: Any, add_special_tokens: bool) -> int | None:
-    """`crayon_hf._hf.batch.sequence_room`, None for no limit (imported on the first call, as _id_plan)."""
-    from crayon_hf._hf.batch import _NO_TRUNCATION, sequence_room
+    """`crayon_hf._hf.batch.sequence_room`, imported on the first call and then called directly
+    (as `_id_plan`)."""
+    global _sequence_room
+    from crayon_hf._hf.batch import sequence_room
 
-    room = sequence_room(truncation, processor, add_special_tokens)
-    return None if room >= _NO_TRUNCATION else room
+    _sequence_room = sequence_room
+    return sequence_room(truncation, processor, add_special_tokens)
 
 
 def _raw_text(engine: Any, vocab: Sequence[str | None], sequence: str, special: bool, type_id: int) -> Encoding:

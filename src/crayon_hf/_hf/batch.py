@@ -169,12 +169,12 @@ def _plan(processor: Any, add_special_tokens: bool) -> tuple[np.ndarray, np.ndar
     return None if plan is _UNSUPPORTED else plan
 
 
-def sequence_room(truncation: TruncationParams, processor: Any, add_special_tokens: bool) -> int:
+def sequence_room(truncation: TruncationParams, processor: Any, add_special_tokens: bool) -> int | None:
     """How many of a single sequence's tokens truncation keeps: max_length less the processor's
-    added tokens, wrapping as tokenizers' usize subtraction does; _NO_TRUNCATION for no limit."""
+    added tokens, wrapping as tokenizers' usize subtraction does; None when that is no limit."""
     added = processor.added_tokens(False) if processor is not None else 0
     room = (truncation.max_length - added) % _USIZE_MOD if add_special_tokens and added > 0 else truncation.max_length
-    return min(room, _NO_TRUNCATION)
+    return None if room >= _NO_TRUNCATION else room
 
 
 def id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[int]] | None:
@@ -268,7 +268,7 @@ def encode_singles(
     limit = -1
     if truncation is not None:
         max_len = sequence_room(truncation, processor, add_special_tokens)
-        if truncation.direction != "left" and max_len < _NO_TRUNCATION:
+        if truncation.direction != "left" and max_len is not None:
             limit = max_len + 1
     try:
         raw = (raw_batch or tok._engine.encode_batch_raw)(texts, encode_special_tokens, num_threads, offsets, limit)
