@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/huge_pages.h"
 #include "core/xxhash64.h"
 
 #if defined(_WIN32)
@@ -188,6 +189,115 @@ void Cartridge::fail(const std::string& what) const {
   throw CartridgeError("invalid cartridge " + label_ + ": " + what);
 }
 
+#ifndef CRAYON_NO_MMAP
+namespace {
+
+// Maps the file read-only. Where huge pages may be used, the mapping starts on a 2 MiB boundary
+// inside a reservation of whole huge pages (the tail past the file stays PROT_NONE), so that any
+// 2 MiB chunk of it can later be replaced by one huge page at the same address.
+void* map_file(int fd, size_t size, size_t* mapped) {
+  *mapped = size;
+#if defined(__linux__)
+  if (huge_page_policy() != HugePagePolicy::kOff) {
+    const size_t span = (size + kHugePage - 1) / kHugePage * kHugePage;
+    void* raw = ::mmap(nullptr, span + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw != MAP_FAILED) {
+      auto* r = static_cast<uint8_t*>(raw);
+      auto* a = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(r) + kHugePage - 1) & ~uintptr_t{kHugePage - 1});
+      if (a > r) ::munmap(r, static_cast<size_t>(a - r));
+      if (r + span + kHugePage > a + span) ::munmap(a + span, static_cast<size_t>(r + span + kHugePage - (a + span)));
+      void* m = ::mmap(a, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+      if (m != MAP_FAILED) {
+        *mapped = span;
+        return m;
+      }
+      ::munmap(a, span);
+    }
+  }
+#endif
+  return ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+}
+
+// Replaces chunk [at, at + kHugePage) of a mapping by a huge page holding the same `n` first bytes
+// (the rest zero): the copy is made aside, made read-only, then moved over the chunk in one
+// mremap, so a reader never sees anything but these bytes. False (chunk unchanged) on failure.
+bool move_chunk_to_huge_page(uint8_t* at, size_t n) {
+#if defined(__linux__)
+  void* fresh = alloc_huge_zeroed(kHugePage);
+  if (fresh == nullptr) return false;
+  struct Copy {
+    void* to;
+    const uint8_t* from;
+    size_t n;
+  } copy{fresh, at, n};
+  bool copied = false;
+  try {
+    copied = detail::run_with_sigbus_guard([](void* p) {
+      auto* c = static_cast<Copy*>(p);
+      std::memcpy(c->to, c->from, c->n);
+    }, &copy);
+  } catch (...) {
+  }
+  if (!copied || ::mprotect(fresh, kHugePage, PROT_READ) != 0 ||
+      ::mremap(fresh, kHugePage, kHugePage, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) {
+    free_huge(fresh, kHugePage);
+    return false;
+  }
+  return true;
+#else
+  (void)at;
+  (void)n;
+  return false;
+#endif
+}
+
+}  // namespace
+#endif
+
+void Cartridge::mark_hot(uint32_t id) const {
+  const SectionInfo* s = find(id);
+  const Cartridge& r = *root_;
+  if (s == nullptr || s->size == 0 || r.huge_state_.load(std::memory_order_relaxed) == kHugeOff) return;
+  const size_t begin = static_cast<size_t>(data_ - r.data_) + s->offset;
+  std::lock_guard<std::mutex> lock(r.huge_mutex_);
+  r.hot_ranges_.emplace_back(begin, begin + s->size);
+  r.hot_total_.fetch_add(s->size, std::memory_order_relaxed);
+  if (r.huge_state_.load(std::memory_order_relaxed) == kHugeMoved) r.promote_hot_locked();
+}
+
+void Cartridge::count_encoded(size_t text_bytes) const {
+  const uint64_t total = encoded_bytes_.fetch_add(text_bytes, std::memory_order_relaxed) + text_bytes;
+  const uint64_t hot = hot_total_.load(std::memory_order_relaxed);
+  if (hot == 0 || (huge_page_policy() != HugePagePolicy::kNow && total < hot / 8)) return;
+  std::lock_guard<std::mutex> lock(huge_mutex_);
+  if (huge_state_.load(std::memory_order_relaxed) != kHugeCounting) return;
+  promote_hot_locked();
+  huge_state_.store(kHugeMoved, std::memory_order_relaxed);
+}
+
+void Cartridge::promote_hot_locked() const {
+#ifndef CRAYON_NO_MMAP
+  auto* base = static_cast<uint8_t*>(mapping_);
+  chunk_moved_.resize(mapping_size_ / kHugePage, 0);
+  for (const auto& [begin, end] : hot_ranges_) {
+    for (size_t k = begin / kHugePage; k * kHugePage < end && k < chunk_moved_.size(); ++k) {
+      if (chunk_moved_[k] != 0) continue;
+      const size_t at = k * kHugePage;
+      const bool moved = move_chunk_to_huge_page(base + at, std::min(kHugePage, size_ - at));
+      chunk_moved_[k] = moved ? 1 : 2;  // a failed chunk is not tried again
+      if (moved) huge_bytes_ += kHugePage;
+    }
+  }
+#endif
+}
+
+size_t Cartridge::hot_bytes() const { return static_cast<size_t>(root_->hot_total_.load(std::memory_order_relaxed)); }
+
+size_t Cartridge::huge_bytes() const {
+  std::lock_guard<std::mutex> lock(root_->huge_mutex_);
+  return root_->huge_bytes_;
+}
+
 std::shared_ptr<Cartridge> Cartridge::open(const std::string& path, bool verify_checksum) {
   std::shared_ptr<Cartridge> c(new Cartridge());
   c->label_ = "'" + path + "'";
@@ -211,10 +321,11 @@ std::shared_ptr<Cartridge> Cartridge::open(const std::string& path, bool verify_
   }
   // MAP_PRIVATE: a process that writes to the file does not change what we read through pages
   // already touched; a file truncated under us can still fault, see docs/cartridge.md.
-  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* m = map_file(fd, size, &c->mapping_size_);
   ::close(fd);
   if (m == MAP_FAILED) throw CartridgeError("cannot map cartridge '" + path + "': " + std::strerror(errno));
   c->mapping_ = m;
+  if (c->mapping_size_ % kHugePage == 0) c->huge_state_.store(kHugeCounting, std::memory_order_relaxed);
   c->data_ = static_cast<const uint8_t*>(m);
   c->size_ = size;
   c->has_identity_ = true;
@@ -242,6 +353,7 @@ std::shared_ptr<Cartridge> Cartridge::nested(std::shared_ptr<const Cartridge> ou
   c->label_ = outer->label() + "#" + fourcc_name(id);
   c->data_ = reinterpret_cast<const uint8_t*>(b.data());
   c->size_ = b.size();
+  c->root_ = outer->root_;
   c->outer_ = std::move(outer);
   if (reinterpret_cast<uintptr_t>(c->data_) % 8 != 0) c->fail("nested cartridge is not 8-byte aligned");
   c->checksum_exempt_ = true;
@@ -269,7 +381,7 @@ std::shared_ptr<Cartridge> Cartridge::from_bytes(std::string bytes, const std::s
 
 Cartridge::~Cartridge() {
 #ifndef CRAYON_NO_MMAP
-  if (mapping_ != nullptr) ::munmap(mapping_, size_);
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_size_);
 #endif
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/double_array.h"
@@ -117,6 +118,22 @@ class Cartridge {
   bool known_good() const;
   void mark_good() const;
 
+  // Huge pages (core/huge_pages.h). An engine names the sections it reads for every piece; they
+  // are counted against the file this cartridge lives in (the outer one, for a nested cartridge).
+  // note_encoded() counts the text its engines encode: past an eighth of the hot bytes (at once
+  // under CRAYON_HUGE_PAGES=1), the file's 2 MiB chunks that hold hot bytes are copied onto huge
+  // pages and moved over the file's pages in place. The bytes and every address stay the same,
+  // so readers on other threads see no change but speed; a chunk whose copy or move fails keeps
+  // its file pages. Sections marked after that are moved at once.
+  void mark_hot(uint32_t id) const;
+  void note_encoded(size_t text_bytes) const {
+    const Cartridge& r = *root_;
+    if (r.huge_state_.load(std::memory_order_relaxed) == kHugeCounting) r.count_encoded(text_bytes);
+  }
+  // Bytes of the file marked hot, and bytes moved onto huge pages so far (whole chunks).
+  size_t hot_bytes() const;
+  size_t huge_bytes() const;
+
   const SectionInfo* find(uint32_t id) const;
   // The bytes of a section; throws CartridgeError when a required section is missing.
   std::string_view bytes(uint32_t id) const;
@@ -133,11 +150,26 @@ class Cartridge {
  private:
   Cartridge() = default;
   void validate(bool verify_checksum);
+  void count_encoded(size_t text_bytes) const;
+  void promote_hot_locked() const;  // huge_mutex_ held
+
+  static constexpr int kHugeOff = 0;       // not a file mapped for it, or the policy is off
+  static constexpr int kHugeCounting = 1;  // counting text until the hot chunks are worth moving
+  static constexpr int kHugeMoved = 2;     // hot chunks moved (and later marks moved at once)
 
   std::string label_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   void* mapping_ = nullptr;  // non-null when data_ comes from mmap
+  size_t mapping_size_ = 0;  // bytes mapped at mapping_ (a whole number of huge pages when aligned for them)
+  const Cartridge* root_ = this;  // the cartridge holding the mapping (outermost of nested ones)
+  mutable std::atomic<int> huge_state_{kHugeOff};
+  mutable std::atomic<uint64_t> encoded_bytes_{0};
+  mutable std::atomic<uint64_t> hot_total_{0};
+  mutable std::mutex huge_mutex_;
+  mutable std::vector<std::pair<size_t, size_t>> hot_ranges_;  // [begin, end) offsets into the mapping
+  mutable std::vector<uint8_t> chunk_moved_;                    // per 2 MiB chunk of the mapping
+  mutable size_t huge_bytes_ = 0;
   std::string owned_;        // used when the bytes are held in memory
   std::shared_ptr<const Cartridge> outer_;  // keeps the enclosing cartridge alive (nested())
   CartridgeHeaderInfo header_{};

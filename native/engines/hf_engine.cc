@@ -507,6 +507,19 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
       bpe_->set_fast_path(fast_.get(), rank_to_id, static_cast<uint32_t>(n_ranks), h.flags & kHfFastSpellsAll);
     }
   }
+  // The sections read for every piece, for huge pages (core/huge_pages.h): the nested fast
+  // engine marks its own; the vocabulary trie where whole pieces are looked up (every model but
+  // the fast path, and the fast path of ignore_merges), the merge table where words take the
+  // merge loop, the scores of Unigram.
+  const bool fast_alone = fast_ && !bpe_->lookup_before_fast() && !bpe_->fast_needs_check();
+  if (!fast_alone) {
+    c.mark_hot(kHVTR);
+    c.mark_hot(kHVVA);
+    c.mark_hot(kHMRG);
+    c.mark_hot(kHSLF);
+    c.mark_hot(kHSCR);
+  }
+  if (fast_) c.mark_hot(kHRID);
   if (kind_ == HfModelKind::kBpeBytes) {
     size_t n_off, n_blob, n_present;
     decode_offsets_ = c.array<uint32_t>(kHDTO, &n_off);
@@ -642,6 +655,7 @@ void HfEngine::decode_byte_level(const uint32_t* ids, size_t n, const std::vecto
 void HfEngine::encode(std::string_view text, bool encode_special_tokens, RawEncoding& out) const {
   out.clear();
   if (text.size() >= 0xFFFFFFFFull) throw std::length_error("text longer than 4 GiB");
+  cartridge_->note_encoded(text.size());
   uint32_t word = 0;
   thread_local std::vector<AddedSplit> splits;
   splits.clear();

@@ -325,6 +325,8 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     use_backtrack_ = true;
   }
   pieces_ = make_piece_tables(bpe_, use_backtrack_ ? &backtrack_ : nullptr);
+  // What a piece's encode reads, for huge pages (core/huge_pages.h).
+  for (const uint32_t id : {kTOKO, kBTRI, kBTVA, kBSPL, kBSPR, kBSLW, kBPAR, kBPBF}) c.mark_hot(id);
 }
 
 void TiktokenEngine::check_tables() const {
@@ -484,6 +486,7 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
 }
 
 void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out, bool cached) const {
+  cartridge_->note_encoded(text.size());
   encode_segment(text, out, nullptr, cached);
 }
 
@@ -492,6 +495,7 @@ SpecialMatch TiktokenEngine::find_special(std::string_view text, const std::vect
 }
 
 size_t TiktokenEngine::encode(std::string_view text, const std::vector<uint8_t>& allowed, std::vector<uint32_t>& out) const {
+  cartridge_->note_encoded(text.size());
   size_t last_piece_len = 0;
   for_each_segment(
       text, allowed, [&](std::string_view seg) { encode_segment(seg, out, &last_piece_len, true); },

@@ -424,6 +424,8 @@ py::dict cartridge_info(const Cartridge& c) {
   d["file_size"] = c.header().file_size;
   d["checksum"] = c.header().checksum;
   d["checksum_ok"] = c.checksum_ok();
+  d["hot_bytes"] = c.hot_bytes();          // sections its engines read per piece (core/huge_pages.h)
+  d["huge_page_bytes"] = c.huge_bytes();   // of the file, moved onto huge pages so far
   py::list sections;
   for (const SectionInfo& s : c.sections()) {
     py::dict e;
