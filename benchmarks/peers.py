@@ -5,7 +5,9 @@ Method (../shared/BASELINES.md): one process, single thread, every library's own
 thread, text no instance has seen (the corpora cut into ~16 KiB documents; each document is
 encoded once per library), libraries taking turns (the order rotates every pass), CPU time of the
 process, garbage collection off while timing, each library's time including freeing its own output
-(lists and ints), median over passes. Run it pinned:
+(lists and ints), median over passes. Each library instance first encodes 2 MiB of text from four
+corpora no cell measures (WARM_UP): the measure is a tokenizer in use, on text it has not seen.
+Run it pinned:
 
     RAYON_NUM_THREADS=1 FASTOKENS_BPE_THREADS=1 taskset -c 1 python benchmarks/peers.py
     python benchmarks/peers.py --vocab o200k_base --corpus en --passes 4   # a quick look
@@ -50,10 +52,28 @@ HF_VOCABS = ["qwen2_5", "llama3_1", "gpt2", "deepseek_v3", "mistral_v0_1", "gemm
 # measured with --more into results files of their own, peers_more.* (docs/benchmarks.md).
 MORE_HF_VOCABS = ["bert_base_uncased", "t5_small", "xlm_roberta_paraphrase_mpnet"]
 PEERS = ("fastokens", "tokie")
+# Text every library instance encodes once before its first timed document: 512 KiB from each
+# of four corpora that no cell measures. A tokenizer measured here is one in use (its per-thread
+# caches filled, crayon-hf's hot tables on huge pages, which it moves after an eighth of their
+# size in text), not one seeing its first megabyte; the timed documents stay new to everyone.
+WARM_UP = ("en_tinyshakespeare.txt", "code_cpython_headers.h.txt", "zh_xiyouji.txt", "ja_wagahaiwa_nekodearu.txt")
+WARM_UP_BYTES_EACH = 512 * 1024
 
 
 def documents(name: str, count: int) -> list[str]:
-    text = (SHARED / "corpora" / CORPORA[name]).read_text(encoding="utf-8")
+    return _cut((SHARED / "corpora" / CORPORA[name]).read_text(encoding="utf-8"), count)
+
+
+def warm_up_documents(bytes_each: int = WARM_UP_BYTES_EACH) -> list[str]:
+    docs = []
+    for name in WARM_UP:
+        text = (SHARED / "corpora" / name).read_bytes()[:bytes_each].decode("utf-8", errors="ignore")
+        docs += _cut(text, len(text))
+    return docs
+
+
+def _cut(text: str, count: int) -> list[str]:
+    """The first `count` documents of ~DOC_BYTES, cut after a newline where there is one."""
     docs, i = [], 0
     while i < len(text) and len(docs) < count:
         j = text.rfind("\n", i + DOC_BYTES // 2, i + DOC_BYTES)
@@ -228,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="append", choices=list(CORPORA), help="a corpus (repeatable; default: all)")
     ap.add_argument("--passes", type=int, default=8)
     ap.add_argument("--per-pass", type=int, default=5, help="documents per library per pass")
+    ap.add_argument("--warm-up-kib", type=int, default=len(WARM_UP) * WARM_UP_BYTES_EACH // 1024,
+                    help="text each library instance encodes before its first cell, from corpora no cell measures "
+                         "(default 2048; 0: none)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where peers.{md,json,png} (peers_more.* with --more) go")
     ap.add_argument("--replot", action="store_true", help="redraw peers.png from peers.json, measure nothing")
     args = ap.parse_args(argv)
@@ -238,10 +261,14 @@ def main(argv: list[str] | None = None) -> int:
     vocabs = args.vocab or (MORE_HF_VOCABS if args.more else TIKTOKEN_VOCABS + HF_VOCABS)
     corpora = args.corpus or list(CORPORA)
     docs = {c: documents(c, 2 + args.passes * args.per_pass) for c in corpora}
+    warm_up = warm_up_documents(args.warm_up_kib * 1024 // len(WARM_UP)) if args.warm_up_kib else []
     rows = []
     for vocab in vocabs:
         subs, reference = tiktoken_subjects(vocab) if vocab in TIKTOKEN_VOCABS else tokenizers_subjects(vocab)
         face = "tiktoken" if reference == "tiktoken" else "tokenizers"
+        for f in subs.values():
+            for d in warm_up:
+                f(d)
         for c in corpora:
             r = cell(subs, reference, docs[c], args.passes, args.per_pass)
             r.update(vocab=vocab, face=face, corpus=c)
@@ -252,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {"python": platform.python_version(), "machine": platform.machine(), "cpu_affinity":
             sorted(os.sched_getaffinity(0)), "doc_bytes": DOC_BYTES, "passes": args.passes, "per_pass": args.per_pass,
+            "warm_up_kib": args.warm_up_kib,
             "date": time.strftime("%Y-%m-%d")}
     (args.out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     title = "crayon-hf against tokie on WordPiece and Unigram folders" if args.more else "crayon-hf against the fastest peers"
@@ -259,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         f"# {title}\n\nSingle thread (pinned, every pool at one thread), ~16 KiB "
         "documents no library had seen, libraries taking turns, each library's time including freeing its "
         "own output, median of per-pass ratios "
-        f"({args.passes} passes of {args.per_pass} documents). Made by `benchmarks/peers.py`.\n\n"
+        f"({args.passes} passes of {args.per_pass} documents), each library instance first warmed up on "
+        f"{args.warm_up_kib} KiB of text from corpora no cell measures. Made by `benchmarks/peers.py`.\n\n"
         + render(rows) + "\n")
     plot(rows, args.out / f"{stem}.png")
     for r in rows:

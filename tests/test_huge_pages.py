@@ -2,7 +2,7 @@
 
 Once a cartridge's engines have encoded enough text, the 2 MiB chunks of the file that hold the
 sections read for every piece are copied onto anonymous huge pages and moved over the file's pages
-at the same addresses. Each test runs in a child process, because the policy (CRAYON_HUGE_PAGES) is
+at the same addresses; an image built in memory is copied onto them whole. Each test runs in a child process, because the policy (CRAYON_HUGE_PAGES) is
 read once per process: 1 moves the chunks at the first encode, while two threads are encoding a
 batch; 0 never moves anything; unset moves them after an eighth of the hot bytes in text, where
 the kernel offers transparent huge pages. Ids are compared with tiktoken and tokenizers.
@@ -36,6 +36,11 @@ before = state(enc._engine)
 batch = enc.encode_ordinary_batch(texts, num_threads=2)
 out["o200k_base"] = {"before": before, "after": state(enc._engine), "batch": batch,
                      "single": [enc.encode_ordinary(t) for t in texts]}
+# An image built in memory (Encoding from ranks) is copied onto huge pages whole, at once.
+base = tk.get_encoding("cl100k_base")
+mem = tk.Encoding("cl100k_in_memory", pat_str=base._pat_str, mergeable_ranks=base._mergeable_ranks,
+                  special_tokens=base._special_tokens)
+out["cl100k_in_memory"] = {"at_load": state(mem._engine), "single": [mem.encode_ordinary(t) for t in texts]}
 for folder in folders:
     tok = crayon_hf.Tokenizer.from_file(f"{sys.argv[1]}/{folder}/tokenizer.json")
     tok.no_truncation()
@@ -80,11 +85,16 @@ def test_chunks_moved_at_the_first_encode_keep_every_id():
     texts = _texts()
     out = json.loads(_run_child("1", CHILD, json.dumps([FOLDERS, texts])))
     ref = reference_encoding("o200k_base")
-    expected = {"o200k_base": [ref.encode_ordinary(t) for t in texts]}
+    expected = {"o200k_base": [ref.encode_ordinary(t) for t in texts],
+                "cl100k_in_memory": [reference_encoding("cl100k_base").encode_ordinary(t) for t in texts]}
     for folder in FOLDERS:
         theirs = hf_pair(folder)[1]
         theirs.no_truncation()
         expected[folder] = [e.ids for e in theirs.encode_batch(texts)]
+    in_memory = out.pop("cl100k_in_memory")
+    hot, moved = in_memory["at_load"]
+    assert hot == 0 and moved > 0 and moved % (2 << 20) == 0, in_memory["at_load"]  # whole, nothing left to move
+    assert in_memory["single"] == expected["cl100k_in_memory"]
     for name, got in out.items():
         hot, moved = got["before"]
         assert hot > 0 and moved == 0, (name, got["before"])  # marked at load, nothing moved before encoding
@@ -97,6 +107,7 @@ def test_chunks_moved_at_the_first_encode_keep_every_id():
 def test_policy_off_marks_and_moves_nothing():
     texts = _texts()[:8]
     out = json.loads(_run_child("0", CHILD, json.dumps([FOLDERS[:1], texts])))
+    assert out.pop("cl100k_in_memory")["at_load"] == [0, 0]
     for name, got in out.items():
         assert got["before"] == [0, 0] and got["after"] == [0, 0], name
 

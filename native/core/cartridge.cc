@@ -366,6 +366,26 @@ std::shared_ptr<Cartridge> Cartridge::from_bytes(std::string bytes, const std::s
                                                  bool verify_checksum) {
   std::shared_ptr<Cartridge> c(new Cartridge());
   c->label_ = label;
+#ifndef CRAYON_NO_MMAP
+  // An image of a real vocabulary (a megabyte or more) lives on huge pages where the kernel
+  // offers them (core/huge_pages.h): all of it at once, in place of the string's heap copy.
+  const size_t span = (bytes.size() + kHugePage - 1) / kHugePage * kHugePage;
+  if (bytes.size() >= kHugePage / 2) {
+    if (void* m = alloc_huge_zeroed(span)) {
+      std::memcpy(m, bytes.data(), bytes.size());
+      ::mprotect(m, span, PROT_READ);
+      c->mapping_ = m;
+      c->mapping_size_ = span;
+      c->huge_bytes_ = span;
+      c->data_ = static_cast<const uint8_t*>(m);
+      c->size_ = bytes.size();
+      std::string().swap(bytes);
+      c->checksum_exempt_ = !verify_checksum;
+      c->validate(verify_checksum);
+      return c;
+    }
+  }
+#endif
   c->owned_ = std::move(bytes);
   // std::string storage is not guaranteed 64-byte aligned; arrays are read through typed
   // pointers, so copy into an aligned buffer when needed.
