@@ -5,9 +5,8 @@ Method (../shared/BASELINES.md): one process, single thread, every library's own
 thread, text no instance has seen (the corpora cut into ~16 KiB documents; each document is
 encoded once per library), libraries taking turns (the order rotates every pass), CPU time of the
 process, garbage collection off while timing, each library's time including freeing its own output
-(lists and ints), median over passes. Each library instance first encodes 2 MiB of text from four
-corpora no cell measures (WARM_UP): the measure is a tokenizer in use, on text it has not seen.
-Run it pinned:
+(lists and ints), median over passes; `--warm-up-kib 2048` first warms every instance on text from
+four corpora no cell measures (WARM_UP), to measure a tokenizer in use. Run it pinned:
 
     RAYON_NUM_THREADS=1 FASTOKENS_BPE_THREADS=1 taskset -c 1 python benchmarks/peers.py
     python benchmarks/peers.py --vocab o200k_base --corpus en --passes 4   # a quick look
@@ -52,10 +51,11 @@ HF_VOCABS = ["qwen2_5", "llama3_1", "gpt2", "deepseek_v3", "mistral_v0_1", "gemm
 # measured with --more into results files of their own, peers_more.* (docs/benchmarks.md).
 MORE_HF_VOCABS = ["bert_base_uncased", "t5_small", "xlm_roberta_paraphrase_mpnet"]
 PEERS = ("fastokens", "tokie")
-# Text every library instance encodes once before its first timed document: 512 KiB from each
-# of four corpora that no cell measures. A tokenizer measured here is one in use (its per-thread
-# caches filled, crayon-hf's hot tables on huge pages, which it moves after an eighth of their
-# size in text), not one seeing its first megabyte; the timed documents stay new to everyone.
+# With --warm-up-kib N, text every library instance encodes once before its first timed
+# document: N / 4 KiB from each of four corpora that no cell measures. That measures a tokenizer
+# in use (its caches filled, crayon-hf's hot tables on huge pages, which it moves after an eighth
+# of their size in text) rather than a fresh one; the timed documents stay new to everyone. Off by
+# default, the method of ../shared/BASELINES.md (docs/benchmarks.md compares the two).
 WARM_UP = ("en_tinyshakespeare.txt", "code_cpython_headers.h.txt", "zh_xiyouji.txt", "ja_wagahaiwa_nekodearu.txt")
 WARM_UP_BYTES_EACH = 512 * 1024
 
@@ -248,9 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="append", choices=list(CORPORA), help="a corpus (repeatable; default: all)")
     ap.add_argument("--passes", type=int, default=8)
     ap.add_argument("--per-pass", type=int, default=5, help="documents per library per pass")
-    ap.add_argument("--warm-up-kib", type=int, default=len(WARM_UP) * WARM_UP_BYTES_EACH // 1024,
+    ap.add_argument("--warm-up-kib", type=int, default=0,
                     help="text each library instance encodes before its first cell, from corpora no cell measures "
-                         "(default 2048; 0: none)")
+                         f"(default 0: fresh instances; {len(WARM_UP) * WARM_UP_BYTES_EACH // 1024}: a tokenizer in use)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where peers.{md,json,png} (peers_more.* with --more) go")
     ap.add_argument("--replot", action="store_true", help="redraw peers.png from peers.json, measure nothing")
     args = ap.parse_args(argv)
@@ -287,8 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         f"# {title}\n\nSingle thread (pinned, every pool at one thread), ~16 KiB "
         "documents no library had seen, libraries taking turns, each library's time including freeing its "
         "own output, median of per-pass ratios "
-        f"({args.passes} passes of {args.per_pass} documents), each library instance first warmed up on "
-        f"{args.warm_up_kib} KiB of text from corpora no cell measures. Made by `benchmarks/peers.py`.\n\n"
+        f"({args.passes} passes of {args.per_pass} documents)"
+        + (f", each library instance first warmed up on {args.warm_up_kib} KiB of text from corpora no cell "
+           "measures" if args.warm_up_kib else "") + ". Made by `benchmarks/peers.py`.\n\n"
         + render(rows) + "\n")
     plot(rows, args.out / f"{stem}.png")
     for r in rows:

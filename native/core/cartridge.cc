@@ -268,7 +268,16 @@ void Cartridge::mark_hot(uint32_t id) const {
 void Cartridge::count_encoded(size_t text_bytes) const {
   const uint64_t total = encoded_bytes_.fetch_add(text_bytes, std::memory_order_relaxed) + text_bytes;
   const uint64_t hot = hot_total_.load(std::memory_order_relaxed);
-  if (hot == 0 || (huge_page_policy() != HugePagePolicy::kNow && total < hot / 8)) return;
+  if (hot == 0) return;
+  if (huge_page_policy() != HugePagePolicy::kNow) {
+    // Hot tables under kMinHotBytes are within the TLB's reach on small pages already (bert's
+    // 0.75 MiB: the copy cost more than it gained), and the copy waits for an eighth of them in text.
+    if (hot < kMinHotBytes) {
+      huge_state_.store(kHugeOff, std::memory_order_relaxed);
+      return;
+    }
+    if (total < hot / 8) return;
+  }
   std::lock_guard<std::mutex> lock(huge_mutex_);
   if (huge_state_.load(std::memory_order_relaxed) != kHugeCounting) return;
   promote_hot_locked();

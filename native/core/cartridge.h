@@ -120,8 +120,9 @@ class Cartridge {
 
   // Huge pages (core/huge_pages.h). An engine names the sections it reads for every piece; they
   // are counted against the file this cartridge lives in (the outer one, for a nested cartridge).
-  // note_encoded() counts the text its engines encode: past an eighth of the hot bytes (at once
-  // under CRAYON_HUGE_PAGES=1), the file's 2 MiB chunks that hold hot bytes are copied onto huge
+  // note_encoded() counts the text its engines encode: past an eighth of the hot bytes, when they
+  // add up to kMinHotBytes or more (at once under CRAYON_HUGE_PAGES=1), the file's 2 MiB chunks
+  // that hold hot bytes are copied onto huge
   // pages and moved over the file's pages in place. The bytes and every address stay the same,
   // so readers on other threads see no change but speed; a chunk whose copy or move fails keeps
   // its file pages. Sections marked after that are moved at once.
@@ -153,7 +154,7 @@ class Cartridge {
   void count_encoded(size_t text_bytes) const;
   void promote_hot_locked() const;  // huge_mutex_ held
 
-  static constexpr int kHugeOff = 0;       // not a file mapped for it, or the policy is off
+  static constexpr int kHugeOff = 0;       // not a file mapped for it, the policy is off, or too little is hot
   static constexpr int kHugeCounting = 1;  // counting text until the hot chunks are worth moving
   static constexpr int kHugeMoved = 2;     // hot chunks moved (and later marks moved at once)
 

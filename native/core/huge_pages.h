@@ -20,7 +20,7 @@
 //   unset                 when the kernel offers transparent huge pages (its `enabled` setting is
 //                         `always` or `madvise`), a cartridge's hot chunks after its engines have
 //                         encoded an eighth of the hot bytes in text (the copy costs about what
-//                         encoding that much text gains back)
+//                         encoding that much text gains back), if they add up to 2 MiB or more
 #pragma once
 
 #include <cstddef>
@@ -28,6 +28,8 @@
 namespace crayon {
 
 constexpr size_t kHugePage = size_t{2} << 20;
+// A cartridge whose hot sections add up to less keeps its file pages (unless CRAYON_HUGE_PAGES=1).
+constexpr size_t kMinHotBytes = kHugePage;
 
 enum class HugePagePolicy { kOff, kAuto, kNow };
 
