@@ -200,12 +200,7 @@ void* map_file(int fd, size_t size, size_t* mapped) {
 #if defined(__linux__)
   if (huge_page_policy() != HugePagePolicy::kOff) {
     const size_t span = (size + kHugePage - 1) / kHugePage * kHugePage;
-    void* raw = ::mmap(nullptr, span + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw != MAP_FAILED) {
-      auto* r = static_cast<uint8_t*>(raw);
-      auto* a = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(r) + kHugePage - 1) & ~uintptr_t{kHugePage - 1});
-      if (a > r) ::munmap(r, static_cast<size_t>(a - r));
-      if (r + span + kHugePage > a + span) ::munmap(a + span, static_cast<size_t>(r + span + kHugePage - (a + span)));
+    if (void* a = map_huge_aligned(span, /*writable=*/false)) {
       void* m = ::mmap(a, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
       if (m != MAP_FAILED) {
         *mapped = span;
@@ -230,14 +225,11 @@ bool move_chunk_to_huge_page(uint8_t* at, size_t n) {
     const uint8_t* from;
     size_t n;
   } copy{fresh, at, n};
-  bool copied = false;
-  try {
-    copied = detail::run_with_sigbus_guard([](void* p) {
-      auto* c = static_cast<Copy*>(p);
-      std::memcpy(c->to, c->from, c->n);
-    }, &copy);
-  } catch (...) {
-  }
+  // A file truncated under the mapping faults here: the chunk then keeps its file pages.
+  const bool copied = detail::run_with_sigbus_guard([](void* p) {
+    auto* c = static_cast<Copy*>(p);
+    std::memcpy(c->to, c->from, c->n);
+  }, &copy);
   if (!copied || ::mprotect(fresh, kHugePage, PROT_READ) != 0 ||
       ::mremap(fresh, kHugePage, kHugePage, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) {
     free_huge(fresh, kHugePage);

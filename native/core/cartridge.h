@@ -122,10 +122,9 @@ class Cartridge {
   // are counted against the file this cartridge lives in (the outer one, for a nested cartridge).
   // note_encoded() counts the text its engines encode: past an eighth of the hot bytes, when they
   // add up to kMinHotBytes or more (at once under CRAYON_HUGE_PAGES=1), the file's 2 MiB chunks
-  // that hold hot bytes are copied onto huge
-  // pages and moved over the file's pages in place. The bytes and every address stay the same,
-  // so readers on other threads see no change but speed; a chunk whose copy or move fails keeps
-  // its file pages. Sections marked after that are moved at once.
+  // that hold hot bytes are copied onto huge pages and moved over the file's pages in place. The
+  // bytes and every address stay the same, so readers on other threads see no change but speed;
+  // a chunk whose copy or move fails keeps its file pages. Sections marked later move at once.
   void mark_hot(uint32_t id) const;
   void note_encoded(size_t text_bytes) const {
     const Cartridge& r = *root_;

@@ -44,17 +44,31 @@ HugePagePolicy huge_page_policy() {
   return policy;
 }
 
-void* alloc_huge_zeroed(size_t bytes) {
+void* map_huge_aligned(size_t bytes, bool writable) {
 #if defined(__linux__)
-  if (huge_page_policy() == HugePagePolicy::kOff || bytes == 0 || bytes % kHugePage != 0) return nullptr;
+  if (bytes == 0 || bytes % kHugePage != 0) return nullptr;
   // Over-map by one huge page, keep the aligned part, give back the ends.
-  void* raw = ::mmap(nullptr, bytes + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const int prot = writable ? PROT_READ | PROT_WRITE : PROT_NONE;
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (writable ? 0 : MAP_NORESERVE);
+  void* raw = ::mmap(nullptr, bytes + kHugePage, prot, flags, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   auto* r = static_cast<uint8_t*>(raw);
   auto* a = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(r) + kHugePage - 1) & ~uintptr_t{kHugePage - 1});
   if (a > r) ::munmap(r, static_cast<size_t>(a - r));
   if (r + bytes + kHugePage > a + bytes) ::munmap(a + bytes, static_cast<size_t>(r + bytes + kHugePage - (a + bytes)));
-  ::madvise(a, bytes, MADV_HUGEPAGE);  // a kernel without THP leaves 4 KiB pages: still correct
+  return a;
+#else
+  (void)bytes;
+  (void)writable;
+  return nullptr;
+#endif
+}
+
+void* alloc_huge_zeroed(size_t bytes) {
+#if defined(__linux__)
+  if (huge_page_policy() == HugePagePolicy::kOff) return nullptr;
+  void* a = map_huge_aligned(bytes, /*writable=*/true);
+  if (a != nullptr) ::madvise(a, bytes, MADV_HUGEPAGE);  // a kernel without THP leaves 4 KiB pages: still correct
   return a;
 #else
   (void)bytes;

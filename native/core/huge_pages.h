@@ -3,8 +3,8 @@
 // A first sighting walks the trie, the split and pair tables and the rank maps: 10-17 MB of a
 // cartridge for o200k_base or Llama 3, on 2,500-4,500 pages of 4 KiB, far more than the TLB holds
 // (1,500-2,000 entries). Each cold node then costs a page walk on top of its cache miss. On 2 MiB
-// pages the same bytes take 5-9 TLB entries. Measured on new text (docs/benchmarks.md, "Huge
-// pages"): o200k_base English +15-20%, Chinese +13-15%; gpt2's tokenizers face +7-12%.
+// pages the same bytes take 5-9 TLB entries. Measured on new text with cold caches
+// (docs/benchmarks.md, "Huge pages"): o200k_base +12-25%, cl100k_base +7-17%, llama3_1 +6-15%.
 //
 // Two users:
 //   - the per-thread ShortPieceCache (2 MiB) is allocated on one huge page (alloc_huge_zeroed);
@@ -40,5 +40,9 @@ HugePagePolicy huge_page_policy();
 // huge pages; nullptr when the policy is off or the mapping fails. Free with free_huge().
 void* alloc_huge_zeroed(size_t bytes);
 void free_huge(void* p, size_t bytes);
+
+// An anonymous mapping of `bytes` (a multiple of kHugePage) at a kHugePage-aligned address,
+// read-write or reserved (PROT_NONE, nothing committed), or nullptr. Linux only (else nullptr).
+void* map_huge_aligned(size_t bytes, bool writable);
 
 }  // namespace crayon
