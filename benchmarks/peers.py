@@ -15,7 +15,7 @@ Faces and outputs:
   tiktoken face (cl100k_base, o200k_base, llama3):  crayon `encode_ordinary` (a list) and
       `encode_to_numpy` (the engine with array output) against tiktoken and fastokens' tiktoken face;
   tokenizers face (qwen2_5, llama3_1, gpt2, deepseek_v3; mistral_v0_1 and gemma, SentencePiece-style BPE):  crayon `Tokenizer.encode(d).ids` and
-      `encode_ids`-style arrays against tokenizers, fastokens and tokie.
+      `encode_batch_to_numpy([d], offsets=False).ids` against tokenizers, fastokens and tokie.
 Every pass checks every library's ids against the reference. A crayon-hf mismatch fails the run; a
 peer's is reported, and the bar is the fastest exact peer (an inexact one only where no peer is
 exact, marked "ids differ"). Folders are compared on whole documents (a tokenizer.json's
@@ -127,7 +127,7 @@ def tokenizers_subjects(vocab: str) -> tuple[dict, str]:
         t.no_padding()
     subs = {
         "crayon": lambda d: ours.encode(d).ids,
-        "crayon (numpy)": lambda d: ours_np.encode_batch_to_numpy([d]).ids,
+        "crayon (numpy)": lambda d: ours_np.encode_batch_to_numpy([d], offsets=False).ids,
         "tokenizers": lambda d: ref.encode(d).ids,
     }
     try:

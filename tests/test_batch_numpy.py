@@ -197,6 +197,49 @@ def test_hf_numpy_on_the_fallback_path(docs):
     assert got.ids.shape == (0,) and got.offsets.shape == (0, 2) and got.doc_offsets.tolist() == [0]
 
 
+def assert_hf_ids(got: crayon_hf.BatchArrays, encodings: list) -> None:
+    """The ids and document spans of `encodings`, and no offsets (offsets=False)."""
+    assert got.offsets is None
+    assert got.ids.dtype == np.uint32 and got.doc_offsets.dtype == np.int64
+    want_ids, bounds = flat([e.ids for e in encodings])
+    np.testing.assert_array_equal(got.doc_offsets, bounds)
+    np.testing.assert_array_equal(got.ids, want_ids)
+
+
+@pytest.mark.parametrize("folder", HF_FOLDERS)
+@pytest.mark.parametrize("settings", ["plain", "truncate", "pad-fixed-short"])
+def test_hf_numpy_without_offsets_keeps_ids_and_spans(folder, settings, docs):
+    ours, ref = hf_pair(folder)
+    for tok in (ours, ref):
+        if settings == "truncate":
+            tok.enable_truncation(24, stride=4)
+        elif settings == "pad-fixed-short":
+            tok.enable_padding(length=16, pad_id=3)
+    texts = docs[:300] + ["", " ", "<|endoftext|> inside"]
+    for add in (True, False):
+        got = ours.encode_batch_to_numpy(texts, add_special_tokens=add, offsets=False)
+        assert_hf_ids(got, ref.encode_batch(texts, add_special_tokens=add))
+    assert_hf_ids(ours.encode_batch_to_numpy([], offsets=False), [])
+
+
+def test_hf_numpy_without_offsets_on_pairs_the_fallback_and_transformers(docs):
+    ours, ref = hf_pair("bert_base_uncased")
+    pairs = [(a, b) for a, b in zip(docs[:50], docs[50:100])]  # the per-document path
+    assert_hf_ids(ours.encode_batch_to_numpy(pairs, offsets=False), ref.encode_batch(pairs))
+    _, gpt2 = hf_pair("gpt2")
+    path = VOCAB / "hf" / "gpt2" / "tokenizer.json"
+    with pytest.warns(UserWarning, match="runs on the tokenizers library"):
+        fallback = crayon_hf.Tokenizer._fallback(path.read_bytes(), "test", "forced for the test")
+    assert_hf_ids(fallback.encode_batch_to_numpy(docs[:100], offsets=False), gpt2.encode_batch(docs[:100]))
+    require_module("transformers")
+    tok = crayon_hf.CrayonTokenizer.from_pretrained(str(require_shared(VOCAB / "hf" / "gpt2")))
+    full = tok.encode_batch_to_numpy(docs[:100])
+    ids_only = tok.encode_batch_to_numpy(docs[:100], offsets=False)
+    assert ids_only.offsets is None
+    np.testing.assert_array_equal(ids_only.ids, full.ids)
+    np.testing.assert_array_equal(ids_only.doc_offsets, full.doc_offsets)
+
+
 # ---------------------------------------------------------------------------- the worker pool
 
 

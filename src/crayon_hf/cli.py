@@ -489,7 +489,8 @@ class _Codec:
                     return np.asarray(engine.encode_ids(text, self.tok.encode_special_tokens), dtype=np.uint32)
                 except UnicodeEncodeError:
                     pass  # a lone surrogate: the call below raises tokenizers' error
-            return np.asarray(self.tok.encode_batch_to_numpy([text], add_special_tokens=False)[0], dtype=np.uint32)
+            return np.asarray(self.tok.encode_batch_to_numpy([text], add_special_tokens=False, offsets=False)[0],
+                              dtype=np.uint32)
         threads = os.cpu_count() or 1
         enc = self.tok
         chunks = list(_safe_chunks(text, list(enc.special_tokens_set)))

@@ -1068,7 +1068,7 @@ class TokenizeBatch:
                     raise
                 # CrayonTokenizer (transformers' API): its flat arrays, without the template's tokens.
                 def encode(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-                    ids, *_, doc_offsets = tok.encode_batch_to_numpy(texts, add_special_tokens=False)
+                    ids, _, doc_offsets = tok.encode_batch_to_numpy(texts, add_special_tokens=False, offsets=False)
                     return ids, np.diff(doc_offsets)
 
                 eos = None

@@ -62,7 +62,7 @@ class BatchArrays(NamedTuple):
     offsets last: ``ids, *_, doc_offsets = tok.encode_batch_to_numpy(texts)``."""
 
     ids: np.ndarray  # uint32 (n_tokens,)
-    offsets: np.ndarray  # int64 (n_tokens, 2): character offsets (start, end) into each document
+    offsets: np.ndarray | None  # int64 (n_tokens, 2): character offsets (start, end) into each document; None with offsets=False
     doc_offsets: np.ndarray  # int64 (n_documents + 1,)
 
 
@@ -1037,11 +1037,21 @@ class Tokenizer:
         return out
 
     def encode_batch_to_numpy(self, input: Sequence[str], add_special_tokens: bool = True,
-                              device: str = "cpu") -> BatchArrays:
+                              device: str = "cpu", *, offsets: bool = True) -> BatchArrays:
         """`encode_batch(input, add_special_tokens=...)` as three flat arrays, without an `Encoding`
         or a Python int per token: ids, character offsets and each document's span (see
         `BatchArrays`). Truncation, the post-processor's template and padding apply as in
         `encode_batch`; overflowing tokens are not included.
+
+        `offsets=False`: ids and document spans only (``offsets`` is None). The engine then finds
+        no character offsets, which on byte-level BPE is 1.1x-1.5x faster (most on text outside
+        ASCII):
+
+        ```
+        >>> ids, offsets, doc_offsets = tok.encode_batch_to_numpy(["Hello world", "hi"], offsets=False)
+        >>> offsets is None, doc_offsets.tolist()
+        (True, [0, 2, 3])
+        ```
 
         Single sequences are encoded natively (GIL released, `CRAYON_NUM_THREADS` /
         `RAYON_NUM_THREADS` threads) and assembled in place; other inputs (pairs, a processor
@@ -1054,9 +1064,10 @@ class Tokenizer:
         if self._ref is not None:
             if device != "cpu":
                 raise NotImplementedError("this tokenizer runs on `tokenizers` (no native engine), so it has no GPU path")
-            return _flatten(self._ref.encode_batch(input, False, add_special_tokens))
+            flat = _flatten(self._ref.encode_batch(input, False, add_special_tokens))
+            return flat if offsets else flat._replace(offsets=None)
         return self._encode_batch_to_numpy_with(input, add_special_tokens, self._truncation, self._padding,
-                                                self._encode_special_tokens, device=device)
+                                                self._encode_special_tokens, device=device, offsets=offsets)
 
     def count(self, sequence: str, add_special_tokens: bool = True) -> int:
         """``len(encode(sequence, add_special_tokens=...).ids)`` without building the `Encoding`:
@@ -1099,7 +1110,7 @@ class Tokenizer:
     def _encode_batch_to_numpy_with(self, input: Sequence[Any], add_special_tokens: bool,
                                     truncation: TruncationParams | None, padding: PaddingParams | None,
                                     encode_special: bool, num_threads: int | None = None,
-                                    device: str = "cpu") -> BatchArrays:
+                                    device: str = "cpu", offsets: bool = True) -> BatchArrays:
         """encode_batch_to_numpy with explicit settings instead of this tokenizer's state, like
         `_encode_batch_with`."""
         texts = list(input)
@@ -1110,11 +1121,13 @@ class Tokenizer:
             from crayon_hf._hf.batch import encode_singles
 
             batch = encode_singles(self, texts, add_special_tokens, truncation, padding, encode_special, threads,
-                                   flat=True, raw_batch=raw_batch)
+                                   offsets=offsets, flat=True, raw_batch=raw_batch)
             if batch is not None:
-                return BatchArrays(*(batch if isinstance(batch, tuple) else batch.flat()))
-        return _flatten(self._encode_batch_with(texts, False, add_special_tokens, truncation, padding, encode_special,
+                flat = BatchArrays(*(batch if isinstance(batch, tuple) else batch.flat()))
+                return flat if offsets else flat._replace(offsets=None)
+        flat = _flatten(self._encode_batch_with(texts, False, add_special_tokens, truncation, padding, encode_special,
                                                 threads))
+        return flat if offsets else flat._replace(offsets=None)
 
     def _device_raw_batch(self, device: str, texts: list[str]) -> Any:
         """The raw-batch maker of encode_singles for `device` (None: the CPU engine's). An explicit

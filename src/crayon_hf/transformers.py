@@ -240,13 +240,16 @@ class CrayonTokenizer(TokenizersBackend):
         with self._crayon_lock:
             self._crayon_sync()
 
-    def encode_batch_to_numpy(self, texts: Sequence[str], add_special_tokens: bool = True) -> BatchArrays:
+    def encode_batch_to_numpy(self, texts: Sequence[str], add_special_tokens: bool = True, *,
+                              offsets: bool = True) -> BatchArrays:
         """``tok(texts, add_special_tokens=...)`` as three flat numpy arrays, without a
         `BatchEncoding` or a Python int per token: ``ids`` (uint32), character ``offsets`` (int64,
         ``(n_tokens, 2)``) and ``doc_offsets`` (int64, ``len(texts) + 1``); document i is
         ``ids[doc_offsets[i]:doc_offsets[i + 1]]`` (see `crayon_hf.BatchArrays`). No truncation
         or padding; special tokens in the text are matched unless `split_special_tokens` is set.
-        The same method exists on every face (`crayon_hf.Tokenizer`, the tiktoken `Encoding`).
+        `offsets=False` leaves the character offsets out (``offsets`` is None), which the engine
+        then does not compute. The same method exists on every face (`crayon_hf.Tokenizer`, the
+        tiktoken `Encoding`).
 
         ```
         >>> ids, offsets, doc_offsets = tok.encode_batch_to_numpy(["Hello world", "hi"])
@@ -260,7 +263,7 @@ class CrayonTokenizer(TokenizersBackend):
         engine = self._engine("_encode_plus")
         if engine is not None:
             return engine._encode_batch_to_numpy_with(texts, add_special_tokens, None, None,
-                                                      bool(self.split_special_tokens))
+                                                      bool(self.split_special_tokens), offsets=offsets)
         # On the stock backend: transformers' own call, flattened.
         rows: list[list[int]] = []
         spans: list[list[tuple[int, int]]] = []
@@ -271,8 +274,8 @@ class CrayonTokenizer(TokenizersBackend):
         doc_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum([len(r) for r in rows], out=doc_offsets[1:])
         ids = np.array([i for r in rows for i in r], dtype=np.uint32)
-        offsets = np.array([o for s in spans for o in s], dtype=np.int64).reshape(-1, 2)
-        return BatchArrays(ids, offsets, doc_offsets)
+        char_offsets = np.array([o for s in spans for o in s], dtype=np.int64).reshape(-1, 2)
+        return BatchArrays(ids, char_offsets if offsets else None, doc_offsets)
 
     # ------------------------------------------------------------------ state changes
 
