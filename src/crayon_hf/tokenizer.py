@@ -1050,7 +1050,7 @@ class Tokenizer:
         ```
         >>> ids, offsets, doc_offsets = tok.encode_batch_to_numpy(["Hello world", "hi"], offsets=False)
         >>> offsets is None, doc_offsets.tolist()
-        (True, [0, 2, 3])
+        (True, [0, 3, 5])
         ```
 
         Single sequences are encoded natively (GIL released, `CRAYON_NUM_THREADS` /
