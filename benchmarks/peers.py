@@ -200,7 +200,7 @@ def cell(subs: dict, reference: str, docs: list[str], passes: int, per_pass: int
 
 def combine_runs(runs: list[list[dict]]) -> list[dict]:
     """One row per cell from several runs of the same cells: the median of every number, the
-    best peer of the first run, the runs' ratios kept (`ratio_runs`), mismatches summed. On a
+    best peer most runs had, the runs' ratios kept (`ratio_runs`), mismatches summed. On a
     shared machine a single run's cell moves by up to 0.2x; the median of five by far less."""
     if len(runs) == 1:
         return runs[0]

@@ -1117,6 +1117,7 @@ class Tokenizer:
         threads = default_threads() if num_threads is None else num_threads
         singles = bool(texts) and all(isinstance(t, str) for t in texts)
         raw_batch = self._device_raw_batch(device, texts if singles else [])
+        flat = None
         if singles:
             from crayon_hf._hf.batch import encode_singles
 
@@ -1124,9 +1125,9 @@ class Tokenizer:
                                    offsets=offsets, flat=True, raw_batch=raw_batch)
             if batch is not None:
                 flat = BatchArrays(*(batch if isinstance(batch, tuple) else batch.flat()))
-                return flat if offsets else flat._replace(offsets=None)
-        flat = _flatten(self._encode_batch_with(texts, False, add_special_tokens, truncation, padding, encode_special,
-                                                threads))
+        if flat is None:
+            flat = _flatten(self._encode_batch_with(texts, False, add_special_tokens, truncation, padding,
+                                                    encode_special, threads))
         return flat if offsets else flat._replace(offsets=None)
 
     def _device_raw_batch(self, device: str, texts: list[str]) -> Any:
