@@ -10,6 +10,8 @@
 #include "core/thread_scratch.h"
 #include "core/utf8.h"
 #include "engines/batch_stages.h"
+#include "models/bpe_backtrack.h"
+#include "models/short_piece_cache.h"
 #include "models/unigram.h"
 #include "models/wordlevel.h"
 #include "models/wordpiece.h"
@@ -442,6 +444,7 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
   if (h.n_ids == 0) c.fail("HFHD declares an empty vocabulary");
   if (h.model > static_cast<uint32_t>(HfModelKind::kWordLevel)) c.fail("HFHD names an unknown model");
   kind_ = static_cast<HfModelKind>(h.model);
+  if (!is_byte_level()) word_owners_ = WordOwners{new_memo_owner(), new_memo_owner()};
   const int32_t unk = h.unk_id >= 0 && static_cast<uint32_t>(h.unk_id) < h.n_ids ? h.unk_id : -1;
   const DoubleArrayView vocab = load_trie(c, kHVTR, kHVVA);
 
@@ -1017,7 +1020,8 @@ struct TextPiecesScratch {
 // `unk_text`: the unk id of a Unigram model, whose unk tokens show the text they cover (tokenizers'
 // Unigram::tokenize makes the token from the piece's string), -1 otherwise.
 void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace, int64_t unk_text, std::string_view text,
-                        const Alignment& where, const std::vector<Piece>& pieces, RawEncoding& out, uint32_t& word) {
+                        const Alignment& where, const std::vector<Piece>& pieces, RawEncoding& out, uint32_t& word,
+                        const WordOwners& owners) {
   auto note_unk = [&](const HfToken& t, const char* input) {
     if (static_cast<int64_t>(t.id) == unk_text) {
       out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), std::string(input + t.start, t.end - t.start));
@@ -1037,12 +1041,60 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
   std::vector<uint32_t>& source = sc.source;
   const std::string empty;
   const std::string& r = metaspace ? metaspace->replacement : empty;
+  // Ids only: words of up to 16 bytes go through the thread's ShortPieceCache, keyed by their
+  // bytes in the text and tagged by whether the replacement is prepended, so a word met before
+  // costs one probe instead of the prefixed copy, the model's word cache and the token checks.
+  // (With offsets the tokens' ends are needed, which the cache does not keep.) A result holding
+  // the unk id whose text is kept (Unigram) is not cached: its text is noted per occurrence.
+  ShortPieceCache* hot = nullptr;
+  uint16_t tag_plain = 0, tag_prefixed = 0;
+  size_t keyable_end = 0;
+  if (!out.with_offsets && owners.plain != 0) {
+    hot = &ShortPieceCache::local();
+    tag_plain = hot->tag_of(owners.plain);
+    tag_prefixed = hot->tag_of(owners.prefixed);
+    keyable_end = text.size() >= ShortPieceCache::kMaxLen ? text.size() - ShortPieceCache::kMaxLen + 1 : 0;
+  }
   for (const Piece& p : pieces) {
     if (out.full()) return;  // pieces encode alone: the tokens so far are the encoding's first ones
     const auto* bytes = reinterpret_cast<const uint8_t*>(text.data()) + p.start;
     const size_t n = p.end - p.start;
     tokens.clear();
     const bool spaces = metaspace && std::memchr(bytes, ' ', n) != nullptr;
+    if (hot != nullptr && !spaces && n <= ShortPieceCache::kMaxLen && p.start < keyable_end) {
+      const uint16_t tag = p.prefix ? tag_prefixed : tag_plain;
+      const ShortPieceCache::Key key = ShortPieceCache::make_key(bytes, n, tag);
+      if (hot->find(tag, key, out.ids)) {
+        ++word;
+        continue;
+      }
+      if (p.prefix) {
+        scratch.assign(r);
+        scratch.append(reinterpret_cast<const char*>(bytes), n);
+        encode_word_checked(model, reinterpret_cast<const uint8_t*>(scratch.data()), scratch.size(), tokens);
+      } else {
+        encode_word_checked(model, bytes, n, tokens);
+      }
+      uint32_t ids[ShortPieceCache::kMaxIds];
+      bool keep = tokens.size() <= ShortPieceCache::kMaxIds;
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        const HfToken& t = tokens[i];
+        if (p.prefix && t.end <= t.start) {  // as the loop below (only a damaged model gets here)
+          keep = false;
+          continue;
+        }
+        if (static_cast<int64_t>(t.id) == unk_text) {
+          keep = false;
+          out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()),
+                                      std::string((p.prefix ? scratch.data() : text.data() + p.start) + t.start, t.end - t.start));
+        }
+        if (i < ShortPieceCache::kMaxIds) ids[i] = t.id;
+        out.ids.push_back(t.id);
+      }
+      if (keep) hot->put(tag, key, ids, tokens.size());
+      ++word;
+      continue;
+    }
     if (p.prefix && !spaces) {
       // The common Metaspace piece (a word after WhitespaceSplit): r + the piece, whose byte k >= |r|
       // is the piece's byte k - |r| and whose prefix bytes stand for the first character.
@@ -1243,7 +1295,7 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
     }
 
     if (!is_byte_level()) {
-      encode_text_pieces(*model_, metaspace_, unk_text_, text, where, pieces, out, word);
+      encode_text_pieces(*model_, metaspace_, unk_text_, text, where, pieces, out, word, word_owners_);
       continue;
     }
     // Ids only on a byte-level fast path: the pieces go straight to the tiktoken engine, as in

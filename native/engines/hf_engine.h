@@ -111,6 +111,14 @@ struct HfPipeline {
 //   between pieces (or added-token splits), and pieces are cut from the whole text, so the tokens
 //   it produced are exactly the first ones of the full encoding (BPE encodes each piece alone).
 //   Callers that truncate to k tokens pass k + 1, so "longer than k" is still decided exactly.
+// The owners (process-unique, from new_memo_owner) under which an engine keeps whole words' ids
+// in the thread's ShortPieceCache: words as they are, and words with a Metaspace replacement
+// prepended. 0: the engine keeps none there.
+struct WordOwners {
+  uint64_t plain = 0;
+  uint64_t prefixed = 0;
+};
+
 struct RawEncoding {
   std::vector<uint32_t> ids;
   std::vector<uint32_t> starts;  // byte offsets in the original text
@@ -302,6 +310,7 @@ class HfEngine {
   uint32_t vsti_n_ = 0;
   uint32_t vsti_blob_size_ = 0;
   FirstUse first_use_;
+  WordOwners word_owners_;  // set for models other than byte-level BPE (encode_text_split's words)
 };
 
 }  // namespace crayon
