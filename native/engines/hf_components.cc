@@ -39,8 +39,11 @@ class NormalizerChain final : public TextNormalizer {
   }
 
   bool apply_same_length(std::string_view text, std::string& out) const override {
-    return steps_.size() == 1 && steps_[0].kind == NormStep::Kind::kBert &&
-           normalize_bert_same_length(text, steps_[0].bert, out);
+    if (steps_.size() != 1) return false;
+    const NormStep& s = steps_[0];
+    if (s.kind == NormStep::Kind::kBert) return normalize_bert_same_length(text, s.bert, out);
+    if (s.kind == NormStep::Kind::kPrecompiled) return s.precompiled->normalize_same_length(text, out);
+    return false;
   }
 
   bool apply(std::string& text, ByteRanges& align) const override {

@@ -492,6 +492,21 @@ void PrecompiledNormalizer::normalize(NormalizedText& t) const {
   w->finish(t);
 }
 
+bool PrecompiledNormalizer::normalize_same_length(std::string_view text, std::string& out) const {
+  bool same = true;
+  out.assign(text.data(), text.size());
+  auto sink = [&](size_t start, size_t end, uint32_t old_chars, const Lookup& r) {
+    // One character, replaced by one character of its byte length: [start, end) is that one
+    // character, and the replacement decodes to a single character spanning all of its bytes.
+    const auto* s = reinterpret_cast<const uint8_t*>(normalized_.data()) + r.off;
+    same = old_chars == 1 && r.len == end - start && r.len > 0 && utf8::decode(s, s + r.len).len == r.len;
+    if (!same) return false;
+    std::memcpy(&out[start], s, r.len);
+    return true;
+  };
+  return scan(text, sink) == Scan::kDone && same;
+}
+
 void PrecompiledNormalizer::normalize_reference(NormalizedText& t) const {
   // Precompiled::normalize, line by line: graphemes(true), whole lookup under 6 bytes, else each
   // char; replace() builds the pairs; transform only if something was modified.

@@ -100,6 +100,15 @@ class PrecompiledNormalizer {
 
   void normalize(NormalizedText& t) const;
 
+  // The hot path for original text (identity alignments), as normalize_bert_same_length: when every
+  // change replaces one character by one character of the same byte length (nmt_nfkc's "\n" ->
+  // " "), writes the normalized bytes to `out` (resized to text.size()) and returns true; normalized
+  // byte i then has the alignment of original byte i's character, exactly as normalize() of
+  // from_original(text) gives (each such change is tokenizers' (c, 0): the character keeps its
+  // alignment). Returns false otherwise (out unspecified), and where normalize() would throw.
+  // `out` must not alias `text`.
+  bool normalize_same_length(std::string_view text, std::string& out) const;
+
   // The slow, obviously-faithful twin: tokenizers' pair list for the whole text, then
   // transform_chars. Test oracle for normalize() (tests/native/precompiled_driver.cc).
   void normalize_reference(NormalizedText& t) const;

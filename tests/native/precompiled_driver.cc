@@ -82,6 +82,10 @@ Outcome run_precompiled(const PrecompiledNormalizer& pc, NormalizedText& t, size
   const NormalizedText before = t;
   NormalizedText slow = t;
   const bool claimed = pc.is_identity(t.text);
+  // normalize_same_length on original text: where it answers, the reference's text and alignment.
+  std::string same;
+  const bool original = before.align == NormalizedText::from_original(before.text).align;
+  const bool same_claimed = original && pc.normalize_same_length(before.text, same);
   int panics = 0;
   try {
     pc.normalize(t);
@@ -99,6 +103,10 @@ Outcome run_precompiled(const PrecompiledNormalizer& pc, NormalizedText& t, size
     return Outcome::kMismatch;
   }
   if (panics == 3) {
+    if (same_claimed) {
+      std::cerr << "case " << index << ": normalize_same_length answered but normalize panics\n";
+      return Outcome::kMismatch;
+    }
     if (claimed) {
       std::cerr << "case " << index << ": is_identity claimed identity but normalize panics\n";
       return Outcome::kMismatch;
@@ -108,6 +116,17 @@ Outcome run_precompiled(const PrecompiledNormalizer& pc, NormalizedText& t, size
   if (t.text != slow.text || t.align != slow.align) {
     std::cerr << "case " << index << ": fast and reference differ\n  in   " << describe(before) << "\n  fast "
               << describe(t) << "\n  ref  " << describe(slow) << "\n";
+    return Outcome::kMismatch;
+  }
+  // ... and its characters start where the original's do (HfEngine's implicit alignment finds
+  // character bounds in the normalized text).
+  bool same_bounds = same.size() == before.text.size();
+  for (size_t i = 0; same_claimed && same_bounds && i < same.size(); ++i) {
+    same_bounds = ((static_cast<uint8_t>(same[i]) & 0xC0) == 0x80) == ((static_cast<uint8_t>(before.text[i]) & 0xC0) == 0x80);
+  }
+  if (same_claimed && (slow.text != same || slow.align != before.align || !same_bounds)) {
+    std::cerr << "case " << index << ": normalize_same_length differs from the reference\n  in   " << describe(before)
+              << "\n  ref  " << describe(slow) << "\n";
     return Outcome::kMismatch;
   }
   if (claimed && (t.text != before.text || t.align != before.align)) {
