@@ -910,8 +910,11 @@ namespace {
 void metaspace_split(const PreTokenizerStep& st, std::string_view text, const Alignment& where, const Piece& p,
                      std::vector<Piece>& next) {
   const std::string& r = st.replacement;
+  // (The first byte is compared before the rest: this runs on every character of the text.)
   auto delimiter_at = [&](uint32_t k) {
-    return text[k] == ' ' || (k + r.size() <= p.end && text.compare(k, r.size(), r) == 0);
+    if (text[k] == ' ') return true;
+    if (r.empty()) return true;  // the empty string matches everywhere
+    return text[k] == r[0] && k + r.size() <= p.end && text.compare(k, r.size(), r) == 0;
   };
   const bool starts = delimiter_at(p.start);
   using Scheme = PreTokenizerStep::Prepend;
@@ -924,7 +927,27 @@ void metaspace_split(const PreTokenizerStep& st, std::string_view text, const Al
   }
   uint32_t begin = p.start;
   bool first = true;
+  // ASCII bytes other than the space are one character each and no delimiter (unless the
+  // replacement starts with one): skipped eight at a time.
+  const bool skip_ascii = !r.empty() && static_cast<uint8_t>(r[0]) >= 0x80;
   for (uint32_t k = p.start; k < p.end;) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (skip_ascii && k > begin) {
+      constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+      while (k + 8 <= p.end) {
+        uint64_t x;
+        std::memcpy(&x, text.data() + k, 8);
+        const uint64_t y = x ^ (kOnes * ' ');  // a zero byte where x has a space
+        const uint64_t stop = (x | ((y - kOnes) & ~y)) & kHigh;  // non-ASCII, or a space
+        if (stop != 0) {
+          k += static_cast<uint32_t>(__builtin_ctzll(stop)) >> 3;
+          break;
+        }
+        k += 8;
+      }
+      if (k >= p.end) break;
+    }
+#endif
     if (k > begin && delimiter_at(k)) {
       next.push_back(Piece{begin, k, first && prefix});
       first = false;
@@ -1055,15 +1078,26 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
     tag_prefixed = hot->tag_of(owners.prefixed);
     keyable_end = text.size() >= ShortPieceCache::kMaxLen ? text.size() - ShortPieceCache::kMaxLen + 1 : 0;
   }
-  for (const Piece& p : pieces) {
+  auto cached = [&](const Piece& p) { return p.end - p.start <= ShortPieceCache::kMaxLen && p.start < keyable_end; };
+  auto key_of = [&](const Piece& p) {
+    return ShortPieceCache::make_key(reinterpret_cast<const uint8_t*>(text.data()) + p.start, p.end - p.start,
+                                     p.prefix ? tag_prefixed : tag_plain);
+  };
+  constexpr size_t kAhead = 8;  // slots are prefetched this many pieces ahead, so that misses overlap
+  for (size_t i = 0; hot != nullptr && i < std::min(kAhead, pieces.size()); ++i) {
+    if (cached(pieces[i])) hot->prefetch(key_of(pieces[i]));
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece& p = pieces[i];
     if (out.full()) return;  // pieces encode alone: the tokens so far are the encoding's first ones
+    if (hot != nullptr && i + kAhead < pieces.size() && cached(pieces[i + kAhead])) hot->prefetch(key_of(pieces[i + kAhead]));
     const auto* bytes = reinterpret_cast<const uint8_t*>(text.data()) + p.start;
     const size_t n = p.end - p.start;
     tokens.clear();
     const bool spaces = metaspace && std::memchr(bytes, ' ', n) != nullptr;
-    if (hot != nullptr && !spaces && n <= ShortPieceCache::kMaxLen && p.start < keyable_end) {
+    if (hot != nullptr && !spaces && cached(p)) {
       const uint16_t tag = p.prefix ? tag_prefixed : tag_plain;
-      const ShortPieceCache::Key key = ShortPieceCache::make_key(bytes, n, tag);
+      const ShortPieceCache::Key key = key_of(p);
       if (hot->find(tag, key, out.ids)) {
         ++word;
         continue;

@@ -2,6 +2,7 @@
 #include "text/split.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "tables/regex_tables.h"
 #include "core/utf8.h"
@@ -167,9 +168,45 @@ void pretokenize_whitespace(std::string_view text, Pieces& pieces) {
 }
 
 void pretokenize_whitespace_split(std::string_view text, Pieces& pieces) {
-  std::vector<MatchSpan> m;
-  find_matches_chars(text, [](uint16_t p) { return (p & rt::kRustWhitespace) != 0; }, m);
-  split_pieces_by(m, SplitBehavior::kRemoved, false, pieces);
+  // What find_matches_chars + kRemoved give for char::is_whitespace: the maximal runs of other
+  // characters. Bytes above 0x20 and below 0x80 are never whitespace, so a word's ASCII letters
+  // are skipped eight at a time (SWAR: a byte b is "interesting" when b <= 0x20 or b >= 0x80);
+  // the rest is decided per character, as find_matches_chars does.
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const size_t n = text.size();
+  constexpr size_t kNone = ~size_t{0};
+  size_t word = kNone;  // start of the current run, if any
+  size_t pos = 0;
+  while (pos < n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (word != kNone) {
+      constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+      while (pos + 8 <= n) {
+        uint64_t x;
+        std::memcpy(&x, s + pos, 8);
+        // high bit of each byte: b >= 0x80, or b - 0x21 borrowed (b <= 0x20, b < 0x80)
+        const uint64_t stop = (x | (((x | kHigh) - kOnes * 0x21) ^ kHigh)) & kHigh;
+        if (stop != 0) {
+          pos += static_cast<size_t>(__builtin_ctzll(stop)) >> 3;
+          break;
+        }
+        pos += 8;
+      }
+      if (pos >= n) break;
+    }
+#endif
+    uint32_t len = 1;
+    const uint8_t b = s[pos];
+    const bool space = b < 0x80 ? (b == ' ' || (b >= '\t' && b <= '\r')) : (props_at(text, pos, len) & rt::kRustWhitespace) != 0;
+    if (space) {
+      if (word != kNone) pieces.emplace_back(static_cast<uint32_t>(word), static_cast<uint32_t>(pos));
+      word = kNone;
+    } else if (word == kNone) {
+      word = pos;
+    }
+    pos += len;
+  }
+  if (word != kNone) pieces.emplace_back(static_cast<uint32_t>(word), static_cast<uint32_t>(n));
 }
 
 void pretokenize_digits(std::string_view text, bool individual_digits, Pieces& pieces) {
