@@ -932,7 +932,7 @@ void metaspace_split(const PreTokenizerStep& st, std::string_view text, const Al
   const bool skip_ascii = !r.empty() && static_cast<uint8_t>(r[0]) >= 0x80;
   for (uint32_t k = p.start; k < p.end;) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (skip_ascii && k > begin) {
+    if (skip_ascii && k > begin && static_cast<uint8_t>(text[k]) < 0x80) {  // (other scripts go char by char)
       constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
       while (k + 8 <= p.end) {
         uint64_t x;

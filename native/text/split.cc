@@ -179,7 +179,7 @@ void pretokenize_whitespace_split(std::string_view text, Pieces& pieces) {
   size_t pos = 0;
   while (pos < n) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (word != kNone) {
+    if (word != kNone && s[pos] > 0x20 && s[pos] < 0x80) {  // (other scripts go char by char)
       constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
       while (pos + 8 <= n) {
         uint64_t x;
