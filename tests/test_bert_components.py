@@ -41,7 +41,7 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers  # noqa: E
 
 from alignment_oracle import byte_level_tokenizer, char_offsets, cxx_compiler, per_char_tokenizer  # noqa: E402
 from alignment_oracle import u32 as _u32  # noqa: E402
-from support import corpus_files, corpus_text, random_slices, short_docs  # noqa: E402
+from support import corpus_files, corpus_text, hf_pair, random_slices, short_docs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [ROOT / "native" / "text" / "bert.cc", ROOT / "native" / "text" / "normalize.cc", ROOT / "tests" / "native" / "bert_driver.cc"]
@@ -437,6 +437,23 @@ def test_same_length_path_is_taken(driver):
     assert all(r[0] & 1 for r in results)
 
 
+def test_unspaced_cjk_path_is_taken(driver):
+    """CJK chars without the spaces handle_chinese_chars puts around them and whitespace not mapped to
+    ' ' (HfEngine's hot path for Chinese and Japanese; the driver checks its pieces against the
+    normalized text's): taken on CJK text, compatibility ideographs included (NFD keeps them
+    ideographs), declined where a length changes otherwise."""
+    files = {p.name: p for p in corpus_files()}
+    # (zh_xiyouji holds private-use chars, which clean_text removes: that text takes the full path)
+    cjk = [corpus_text(files["zh_hongloumeng.txt"], 32 * 1024)]
+    yes = [*cjk, "\u4e2d\u6587abc\u4e2d", "\uf900\uf901 \u8c48", "a\u4e2d,b", "\u4e2d", "\u3000\u4e2d",
+           "a\u00a0b\u3000 c"]
+    no = ["caf\u00e9 \u4e2d", "\u4e2d\u0301", "a\x00b\u4e2d"]
+    results = check_normalizer(driver, [(UNCASED, t) for t in yes + no], "unspaced CJK")
+    flags = [r[0] for r in results]
+    assert all(f & 4 and not f & 2 for f in flags[:len(yes)]), flags
+    assert not any(f & 4 for f in flags[len(yes):]), flags
+
+
 @pytest.mark.full
 def test_corpora_full(driver):
     for path in corpus_files():
@@ -519,3 +536,21 @@ def test_speed_report(driver, tmp_path):
         out = subprocess.run([str(driver), "--bench", str(f)], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         print(f"\n{name}:\n{out.stdout}")
+
+
+def test_unspaced_cjk_through_the_tokenizer():
+    """bert_base_uncased end to end on text that takes the unspaced-CJK path (CJK next to letters,
+    digits and punctuation, compatibility ideographs, U+3000 and U+00A0 between words): ids,
+    offsets, tokens and word ids against tokenizers, and against the same texts with a control char
+    (which sends them down the full path)."""
+    ours, ref = hf_pair("bert_base_uncased")
+    texts = ["\u4e2d\u6587abc\u4e2d\u6587", "a\u4e2d,b\u3000c\u00a0d \u4e2d", "\uf900\uf901 \u8c48 \U0002f800 \u2f80",
+             "\u7b2c1\u56de\u3000\u7504\u58eb\u96b1\u5922\u5e7b\u8b58\u901a\u9748", "x\u3000\u3000\u4e2d\u3000",
+             "Caf\u00e9 \u4e2d"]
+    files = {p.name: p for p in corpus_files()}
+    texts += random_slices(corpus_text(files["zh_hongloumeng.txt"], 64 * 1024), 8, seed=5, max_len=800)
+    for text in texts + [t + "\x01" for t in texts]:
+        want, got = ref.encode(text), ours.encode(text)
+        assert got.ids == want.ids, text[:40]
+        assert got.offsets == want.offsets, text[:40]
+        assert got.tokens == want.tokens and got.word_ids == want.word_ids, text[:40]

@@ -38,10 +38,10 @@ class NormalizerChain final : public TextNormalizer {
     return true;
   }
 
-  bool apply_same_length(std::string_view text, std::string& out) const override {
+  bool apply_same_length(std::string_view text, std::string& out, bool* separators_left) const override {
     if (steps_.size() != 1) return false;
     const NormStep& s = steps_[0];
-    if (s.kind == NormStep::Kind::kBert) return normalize_bert_same_length(text, s.bert, out);
+    if (s.kind == NormStep::Kind::kBert) return normalize_bert_same_length(text, s.bert, out, separators_left);
     if (s.kind == NormStep::Kind::kPrecompiled) return s.precompiled->normalize_same_length(text, out);
     return false;
   }
@@ -190,6 +190,11 @@ class ClassSplitter final : public PieceSplitter {
       case Kind::kPunctuation: pretokenize_punctuation(text, behavior_, pieces); break;
       case Kind::kBert: pretokenize_bert(text, pieces); break;
     }
+  }
+  bool splits_bert() const override { return kind_ == Kind::kBert; }
+  void split_isolating_cjk(std::string_view text, ByteRanges& pieces) const override {
+    if (kind_ == Kind::kBert) pretokenize_bert(text, pieces, /*isolate_cjk=*/true);
+    else split(text, pieces);
   }
 
  private:

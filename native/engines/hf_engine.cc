@@ -590,6 +590,8 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
     added_raw_ = AddedTokenSet(pipeline_.added_raw);
     added_normalized_ = AddedTokenSet(pipeline_.added_normalized);
   }
+  separators_ok_ = steps.size() == 1 && steps[0].kind == PreTokenizerStep::Kind::kSplit && steps[0].splitter &&
+                   steps[0].splitter->splits_bert() && added_normalized_.empty();
 }
 
 void HfEngine::ready() const {
@@ -1198,7 +1200,8 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
   std::string_view text = segment;
   bool explicit_align = false;
   const bool changes = pipeline_.normalizer && !pipeline_.normalizer->is_identity(segment);
-  if (changes && pipeline_.normalizer->apply_same_length(segment, normalized)) {
+  bool separators_left = false;  // CJK chars left without their spaces: the Bert splitter isolates them
+  if (changes && pipeline_.normalizer->apply_same_length(segment, normalized, separators_ok_ ? &separators_left : nullptr)) {
     text = normalized;  // same characters, same lengths: the alignment stays implicit
   } else if (changes) {
     normalized.assign(segment.data(), segment.size());
@@ -1271,7 +1274,8 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
         } else if (step < byte_level_step_) {
           // Before ByteLevel the piece is plain normalized text.
           ranges.clear();
-          st.splitter->split(text.substr(p.start, p.end - p.start), ranges);
+          if (separators_left) st.splitter->split_isolating_cjk(text.substr(p.start, p.end - p.start), ranges);
+          else st.splitter->split(text.substr(p.start, p.end - p.start), ranges);
           for (const auto& [a, b] : ranges) next.push_back(Piece{p.start + a, p.start + b, false});
         } else if (step == byte_level_step_) {
           const bool prefix = st.add_prefix_space && text[p.start] != ' ';

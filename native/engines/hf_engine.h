@@ -55,7 +55,12 @@ class TextNormalizer {
   // The hot path for original text: when normalizing it maps every character to one character of
   // the same byte length (so every byte keeps its character's alignment), writes the result to
   // `out` and returns true; false: call apply(). The default never takes it.
-  virtual bool apply_same_length(std::string_view text, std::string& out) const { return false; }
+  // `separators_left` (may be null): a BertNormalizer that puts spaces around CJK chars may leave them
+  // out, setting *separators_left, when the caller then splits with PieceSplitter::split_isolating_cjk
+  // (bert.h, normalize_bert_same_length).
+  virtual bool apply_same_length(std::string_view text, std::string& out, bool* separators_left = nullptr) const {
+    return false;
+  }
 };
 
 // A pre-tokenizer that only splits: appends [start, end) sub-ranges of `text` (non-empty).
@@ -63,6 +68,10 @@ class PieceSplitter {
  public:
   virtual ~PieceSplitter() = default;
   virtual void split(std::string_view text, ByteRanges& pieces) const = 0;
+  // BertPreTokenizer only (splits_bert()): split() with each CJK char a piece of its own, as the
+  // spaces a BertNormalizer puts around them would make it.
+  virtual bool splits_bert() const { return false; }
+  virtual void split_isolating_cjk(std::string_view text, ByteRanges& pieces) const { split(text, pieces); }
   // Splitters whose pieces tile the text (a hand-written scanner) can also hand them out one at a
   // time: then streams() is true and piece_end(text, pos) is the end of the piece at pos.
   virtual bool streams() const { return false; }
@@ -311,6 +320,9 @@ class HfEngine {
   uint32_t vsti_blob_size_ = 0;
   FirstUse first_use_;
   WordOwners word_owners_;  // set for models other than byte-level BPE (encode_text_split's words)
+  // The normalizer may leave out the spaces around CJK chars (TextNormalizer::apply_same_length):
+  // the only pre-tokenizer is BertPreTokenizer and no added token is matched on normalized text.
+  bool separators_ok_ = false;
 };
 
 }  // namespace crayon

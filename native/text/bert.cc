@@ -554,7 +554,9 @@ inline BlockMasks classify64(const uint8_t* p) { return classify64_table(p); }
 
 class PieceScanner {
  public:
-  explicit PieceScanner(std::vector<std::pair<uint32_t, uint32_t>>& pieces) : pieces_(pieces) {}
+  // `isolated`: bert_props flags of non-ASCII chars that are pre-tokens of their own, as punctuation.
+  PieceScanner(std::vector<std::pair<uint32_t, uint32_t>>& pieces, uint8_t isolated)
+      : pieces_(pieces), isolated_(isolated | bt::kPunc) {}
 
   // 64 ASCII bytes at `base`: bit j of `word` / `punct` describes byte base + j.
   void block(uint32_t base, uint64_t word, uint64_t punct) {
@@ -588,7 +590,7 @@ class PieceScanner {
       const Char ch = char_at(p, i, n);
       len = ch.len;
       const uint8_t f = bert_props(ch.cp);
-      c = (f & bt::kWhitespace) ? 0 : (f & bt::kPunc) ? kPunctBit : kWordBit;
+      c = (f & bt::kWhitespace) ? 0 : (f & isolated_) ? kPunctBit : kWordBit;
     }
     if (c & kWordBit) {
       if (!open_) start_ = i;
@@ -608,6 +610,7 @@ class PieceScanner {
 
  private:
   std::vector<std::pair<uint32_t, uint32_t>>& pieces_;
+  uint8_t isolated_;
   uint32_t start_ = 0;
   bool open_ = false;
 };
@@ -663,7 +666,8 @@ void normalize_bert(NormalizedText& t, const BertNormalizerOptions& o) {
   }
 }
 
-bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptions& o, std::string& out) {
+bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptions& o, std::string& out,
+                                bool* separators_left) {
   const auto* p = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
   out.resize(n);
@@ -689,8 +693,18 @@ bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptio
     uint32_t cp = c.cp;
     if (!(cp & kRawByte)) {
       const uint8_t f = bt::props(cp);
-      if (o.clean_text && (f & (bt::kRemove | bt::kSpace))) return false;
-      if (o.handle_chinese_chars && (f & bt::kChinese)) return false;
+      if (o.clean_text && (f & bt::kRemove)) return false;
+      if (o.clean_text && (f & bt::kSpace)) {
+        // Mapped to ' ' (a shorter char): left as it is only for a splitter that drops it anyway
+        // (and isolates CJK chars, which is right only where handle_chinese_chars spaces them).
+        if (separators_left == nullptr || !o.handle_chinese_chars || !(f & bt::kWhitespace)) return false;
+        *separators_left = true;
+        std::memcpy(w + i, p + i, c.len);
+        i += c.len;
+        continue;
+      }
+      const bool cjk = o.handle_chinese_chars && (f & bt::kChinese);
+      if (cjk && separators_left == nullptr) return false;
       if (o.strip_accents) {
         const uint16_t pr = nt::props(cp);
         // A mark is either dropped or may be reordered; a starter must keep its first piece and
@@ -715,6 +729,10 @@ bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptio
         cp = low[0];
       }
       if (utf8_len(cp) != c.len) return false;
+      // Isolating CJK chars after normalizing finds the chars that were CJK before only if
+      // normalizing keeps the class (NFD of a compatibility ideograph is an ideograph).
+      if (separators_left != nullptr && o.handle_chinese_chars && ((bt::props(cp) & bt::kChinese) != 0) != cjk) return false;
+      if (cjk) *separators_left = true;
     }
     encode(cp, w + i);
     i += c.len;
@@ -722,10 +740,10 @@ bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptio
   return true;
 }
 
-void pretokenize_bert(std::string_view text, std::vector<std::pair<uint32_t, uint32_t>>& pieces) {
+void pretokenize_bert(std::string_view text, std::vector<std::pair<uint32_t, uint32_t>>& pieces, bool isolate_cjk) {
   const auto* p = reinterpret_cast<const uint8_t*>(text.data());
   const uint32_t n = static_cast<uint32_t>(text.size());
-  PieceScanner scan(pieces);
+  PieceScanner scan(pieces, isolate_cjk ? bt::kChinese : 0);
   uint32_t i = 0;
   while (i + 64 <= n) {
     const BlockMasks b = classify64(p + i);

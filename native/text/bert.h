@@ -61,10 +61,23 @@ void normalize_bert(NormalizedText& t, const BertNormalizerOptions&);
 // normalized bytes to `out` (resized to text.size()) and returns true: normalized byte i then has
 // the alignment of original byte i's char, exactly as from_original(text) + normalize_bert gives.
 // Returns false otherwise (out unspecified). `out` must not alias `text`.
-bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptions&, std::string& out);
+//
+// `separators_left` (handle_chinese_chars only): where it is given, chars whose only effect is to
+// separate pre-tokens do not make the answer false. A CJK char (handle_chinese_chars) comes out as itself, strip_accents and
+// lowercase applied (it must stay a CJK char, and no other char may become one), without the two
+// spaces around it; a whitespace char that clean_text maps to ' ' (U+3000, U+00A0) stays as it is.
+// *separators_left is set when one was. Those spaces are whitespace to BertPreTokenizer, as the
+// whitespace chars are, so a caller that splits the result with pretokenize_bert(..., isolate_cjk =
+// true), and looks for no normalized added token in it, gets the pieces (bytes and original ranges)
+// of normalize_bert's text (tests/native/bert_driver.cc checks this on every case).
+bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptions&, std::string& out,
+                                bool* separators_left = nullptr);
 
 // BertPreTokenizer: appends the [start, end) byte ranges of the pre-tokens of `text`, in order.
-void pretokenize_bert(std::string_view text, std::vector<std::pair<uint32_t, uint32_t>>& pieces);
+// isolate_cjk: each CJK char (handle_chinese_chars' class) is a pre-token of its own, as if
+// surrounded by spaces (see normalize_bert_same_length).
+void pretokenize_bert(std::string_view text, std::vector<std::pair<uint32_t, uint32_t>>& pieces,
+                      bool isolate_cjk = false);
 
 // The slow, obviously-faithful twins, test oracles for the functions above: normalize_bert builds
 // tokenizers' pair sequences step by step and applies them with transform_chars (NFD and lowercase

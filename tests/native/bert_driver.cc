@@ -17,7 +17,8 @@
 //     kind bit 8 set (256): BertPreTokenizer
 //   OUT: normalizer: { flags, len, text bytes, len x { start, end } }, or just 0xFFFFFFFF where
 //          normalize_bert throws NormalizerPanic (where tokenizers panics); flags bit 0:
-//          bert_is_identity said true, bit 1: normalize_bert_same_length said true
+//          bert_is_identity said true, bit 1: normalize_bert_same_length said true, bit 2: it said true
+//          with CJK chars left unspaced (and the pieces matched)
 //        pre-tokenizer: { count, count x { start, end } }
 #include <algorithm>
 #include <cstdint>
@@ -120,7 +121,36 @@ bool run_normalizer(size_t index, uint32_t kind, const std::string& text, std::s
       return false;
     }
   }
-  put_u32(out, (identity ? 1u : 0u) | (same_length ? 2u : 0u));
+  // The same with CJK chars left unspaced: pretokenize_bert isolating them must give the pieces
+  // (normalized bytes and original ranges) that pretokenize_bert gives on the spaced text.
+  bool spaced_same = false;
+  if (!(kind & (kPrependEmpty | kEmptySecond))) {
+    std::string same;
+    bool spaced = false;
+    spaced_same = crayon::normalize_bert_same_length(text, o, same, &spaced);
+    if (spaced_same && !spaced && same != fast.text) {
+      std::cerr << "case " << index << ": kind " << kind << " same-length path (CJK allowed) disagrees\n";
+      return false;
+    }
+    if (spaced_same) {
+      Pieces ours, theirs;
+      crayon::pretokenize_bert(same, ours, /*isolate_cjk=*/spaced);
+      crayon::pretokenize_bert(fast.text, theirs);
+      bool equal = ours.size() == theirs.size();
+      for (size_t i = 0; equal && i < ours.size(); ++i) {
+        const auto [a, b] = ours[i];
+        const auto [c, d] = theirs[i];
+        equal = same.compare(a, b - a, fast.text, c, d - c) == 0 && a == fast.align[c].first &&
+                b == fast.align[d - 1].second;
+      }
+      if (!equal) {
+        std::cerr << "case " << index << ": kind " << kind << " unspaced CJK pieces differ from the spaced text's\n  "
+                  << describe(fast) << "\n";
+        return false;
+      }
+    }
+  }
+  put_u32(out, (identity ? 1u : 0u) | (same_length ? 2u : 0u) | (spaced_same ? 4u : 0u));
   put_u32(out, static_cast<uint32_t>(fast.text.size()));
   out.append(fast.text);
   for (const auto& a : fast.align) {
