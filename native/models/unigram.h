@@ -34,7 +34,8 @@
 // words (T5 and XLM-R pre-tokens are words with a leading U+2581); a hit is one hash and one
 // 64-byte line. 16384 entries hit 83% of English pieces in one pass (4096: 73%); against 4096
 // they cut the model's instructions and mispredictions by about 30% on English, 8% on the
-// multilingual UDHR. (WordPiece measured slower with the same cache: see wordpiece.h.)
+// multilingual UDHR. (WordPiece measured slower with the same cache: see wordpiece.h.) On the
+// ids-only path HfEngine answers most words before this cache, from the thread's ShortPieceCache.
 //
 // Bounds: time O(n * L) per piece of n bytes, L the longest token in bytes (one common-prefix walk
 // per character start, each at most min(n - s, L) steps), plus O(n) for the back-trace. Memory:

@@ -17,6 +17,9 @@
 // on average in English) and most are one token, found by one walk of a few steps. A cache probe
 // (hash, compare, copy) costs more than that walk: with unigram.h's cache in front, model_driver
 // --bench measured 30-40% slower and cachegrind counted more instructions and mispredictions.
+// (On the ids-only path HfEngine puts whole words' ids in the thread's ShortPieceCache in front of
+// every word-level model: a branch-free key and one slot, with no token records to rebuild, which
+// made bert_base_uncased's English 15-30% faster on new text.)
 //
 // Bounds: time O(n * L) per piece of n bytes, L the longest token in bytes (one walk per emitted
 // token, each at most min(n, L) steps); no memory beyond the output. Trie values >= n_ids count as
