@@ -1113,18 +1113,15 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       }
       uint32_t ids[ShortPieceCache::kMaxIds];
       bool keep = tokens.size() <= ShortPieceCache::kMaxIds;
-      for (size_t i = 0; i < tokens.size(); ++i) {
-        const HfToken& t = tokens[i];
+      for (size_t k = 0; k < tokens.size(); ++k) {
+        const HfToken& t = tokens[k];
         if (p.prefix && t.end <= t.start) {  // as the loop below (only a damaged model gets here)
           keep = false;
           continue;
         }
-        if (static_cast<int64_t>(t.id) == unk_text) {
-          keep = false;
-          out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()),
-                                      std::string((p.prefix ? scratch.data() : text.data() + p.start) + t.start, t.end - t.start));
-        }
-        if (i < ShortPieceCache::kMaxIds) ids[i] = t.id;
+        if (static_cast<int64_t>(t.id) == unk_text) keep = false;
+        note_unk(t, p.prefix ? scratch.data() : text.data() + p.start);
+        if (k < ShortPieceCache::kMaxIds) ids[k] = t.id;
         out.ids.push_back(t.id);
       }
       if (keep) hot->put(tag, key, ids, tokens.size());
