@@ -16,6 +16,7 @@
 #include "models/wordlevel.h"
 #include "models/wordpiece.h"
 #include "text/deepseek_split.h"
+#include "text/piece_blocks.h"
 
 namespace crayon {
 namespace {
@@ -862,11 +863,16 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       return true;
     });
   };
+  // GPT-2's, Llama 3's and Qwen2's patterns: pieces found a block of 64 bytes at a time.
+  auto blocks = [&](SplitPattern pattern, bool single_digits) {
+    PieceBlocks scan(pattern, single_digits, text);
+    encode_pieces_fast<kOffsets>(text, base, out, word, [&](size_t& start, size_t& end) { return scan.next(start, end); });
+  };
   using S = Regex::Scanner;
   switch (streaming_scanner_) {
-    case S::kGpt2: return stream([&](size_t at) { return Regex::tiled_piece_end(S::kGpt2, text, at); });
-    case S::kLlama3: return stream([&](size_t at) { return Regex::tiled_piece_end(S::kLlama3, text, at); });
-    case S::kQwen2: return stream([&](size_t at) { return Regex::tiled_piece_end(S::kQwen2, text, at); });
+    case S::kGpt2: return blocks(SplitPattern::kR50k, false);
+    case S::kLlama3: return blocks(SplitPattern::kLlama3, false);
+    case S::kQwen2: return blocks(SplitPattern::kLlama3, true);
     default: return stream([&](size_t at) { return streaming_->piece_end(text, at); });
   }
 }

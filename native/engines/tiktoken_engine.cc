@@ -10,6 +10,7 @@
 #include "models/piece_cache.h"
 #include "core/double_array.h"
 #include "core/utf8.h"
+#include "text/piece_blocks.h"
 
 namespace crayon {
 namespace {
@@ -408,6 +409,11 @@ void TiktokenEngine::for_each_piece(std::string_view seg, F&& f) const {
       f(s + ms, me - ms);
       pos = me;
     }
+    return;
+  }
+  if (PieceBlocks::has_block_rules(pattern_)) {
+    PieceBlocks blocks(pattern_, /*single_digits=*/false, seg);
+    for (size_t start = 0, end = 0; blocks.next(start, end);) f(s + start, end - start);
     return;
   }
   while (pos < seg.size()) {

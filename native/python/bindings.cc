@@ -21,6 +21,7 @@
 #include "core/parallel.h"
 #include "text/normalize.h"
 #include "text/precompiled.h"
+#include "text/piece_blocks.h"
 #include "text/pretokenize.h"
 #include "engines/piece_batch.h"
 #include "engines/tiktoken_engine.h"
@@ -1356,16 +1357,33 @@ PYBIND11_MODULE(_crayon, m) {
     return xxhash64(v.data(), v.size(), seed);
   }, py::arg("data"), py::arg("seed") = 0, "XXH64 of data (the cartridge checksum function).");
 
-  m.def("split_pieces", [](const std::string& pattern, const py::str& text) {
-    const SplitPattern p = pattern_from_name(pattern);
+  m.def("split_pieces", [](const std::string& pattern, const py::str& text, const std::string& mode) {
+    // "qwen2" is Llama 3's pattern with single digits (the Split pattern of Qwen2's tokenizer.json).
+    const bool qwen2 = pattern == "qwen2";
+    const SplitPattern p = qwen2 ? SplitPattern::kLlama3 : pattern_from_name(pattern);
+    PieceBlocks::Mode m;
+    if (mode == "auto") m = PieceBlocks::Mode::kAuto;
+    else if (mode == "portable") m = PieceBlocks::Mode::kPortable;
+    else if (mode == "scalar") m = PieceBlocks::Mode::kScalar;
+    else throw py::value_error("mode must be 'auto', 'portable' or 'scalar', not '" + mode + "'");
     std::string_view t = utf8_view(text);
     std::vector<std::pair<uint32_t, uint32_t>> out;
     {
       py::gil_scoped_release release;
-      split_pieces(p, t, out);
+      if (p == SplitPattern::kNone) {
+        split_pieces(p, t, out);
+      } else {
+        PieceBlocks blocks(p, qwen2, t, m);
+        for (size_t start = 0, end = 0; blocks.next(start, end);) {
+          out.emplace_back(static_cast<uint32_t>(start), static_cast<uint32_t>(end));
+        }
+      }
     }
     return out;
-  }, py::arg("pattern"), py::arg("text"), "Pre-token byte ranges of text under a native split pattern.");
+  }, py::arg("pattern"), py::arg("text"), py::arg("mode") = "auto",
+     "Pre-token byte ranges of text under a native split pattern. mode: 'auto' (block scanner where the "
+     "pattern has one, as the engines run it), 'portable' (the same with the table classifier) or "
+     "'scalar' (the per-piece scanners alone).");
 
   m.def("tiktoken_regex_refusal", [](const py::str& pat_str) {
     return tiktoken_regex_refusal(utf8_view(pat_str));

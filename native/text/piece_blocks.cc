@@ -1,0 +1,372 @@
+// Block rules for the GPT-2, cl100k_base / Llama 3 and Qwen2 split patterns (see piece_blocks.h).
+//
+// A block is up to 64 bytes from a known piece boundary p; bit j of every mask below stands for
+// byte p + j, and the masks hold only the block's ASCII prefix (the "valid" bytes). Shifting a
+// mask left by one asks about the previous byte (bit 0 then sees "no such byte", which is right:
+// p starts a piece, so nothing before it joins it); shifting right asks about the next byte.
+// Classes (ASCII): L letters, D digits, SP U+0020, NL \r \n, WO \t \v \f (the other ASCII \s),
+// S = SP | WO | NL, O everything else (punctuation, other controls; the apostrophe is an O).
+//
+// The notation and the scalar rules these masks reproduce are those of pretokenize.cc; the
+// reasoning per mask is next to it. "Run" is a maximal run of one class.
+#include "text/piece_blocks.h"
+
+#include <cstring>
+
+#include "tables/unicode_tables.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace crayon {
+namespace {
+
+constexpr bool ascii_classes_are_plain() {
+  for (int b = 0; b < 128; ++b) {
+    const uint8_t f = unicode::kAsciiFlags[b];
+    const bool letter = (b | 0x20) >= 'a' && (b | 0x20) <= 'z';
+    const bool digit = b >= '0' && b <= '9';
+    const bool space = b == ' ' || (b >= 9 && b <= 13);
+    if (((f & unicode::kLetter) != 0) != letter || ((f & unicode::kNumber) != 0) != digit ||
+        ((f & unicode::kSpace) != 0) != space) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(ascii_classes_are_plain(), "the block classifier assumes L = [A-Za-z], N = [0-9], \\s = [\\t-\\r ] in ASCII");
+
+struct Classes {
+  uint64_t nonascii = 0, letter = 0, digit = 0, space = 0, newline = 0, other_ws = 0, apos = 0;
+};
+
+// The letters a contraction body is made of, matched case-insensitively (cl100k_base, Llama 3,
+// Qwen2) or as lower case only (GPT-2).
+struct ContractionLetters {
+  uint64_t sdmt = 0, l = 0, v = 0, r = 0, e = 0;
+};
+
+// --- classification ----------------------------------------------------------------------------
+
+enum : uint8_t { kL = 1, kD = 2, kSp = 4, kNl = 8, kWo = 16, kAp = 32, kHigh = 128 };
+
+constexpr uint8_t class_of(int b) {
+  if (b >= 0x80) return kHigh;
+  if ((b | 0x20) >= 'a' && (b | 0x20) <= 'z') return kL;
+  if (b >= '0' && b <= '9') return kD;
+  if (b == ' ') return kSp;
+  if (b == '\n' || b == '\r') return kNl;
+  if (b >= 9 && b <= 13) return kWo;
+  if (b == '\'') return kAp;
+  return 0;
+}
+
+struct ClassTable {
+  uint8_t c[256];
+  constexpr ClassTable() : c() {
+    for (int b = 0; b < 256; ++b) c[b] = class_of(b);
+  }
+};
+constexpr ClassTable kClassTable;
+
+void classify_portable(const uint8_t* p, Classes& c) {
+  for (int j = 0; j < 64; ++j) {
+    const uint64_t bit = uint64_t{1} << j;
+    const uint8_t k = kClassTable.c[p[j]];
+    if (k & kHigh) c.nonascii |= bit;
+    if (k & kL) c.letter |= bit;
+    if (k & kD) c.digit |= bit;
+    if (k & kSp) c.space |= bit;
+    if (k & kNl) c.newline |= bit;
+    if (k & kWo) c.other_ws |= bit;
+    if (k & kAp) c.apos |= bit;
+  }
+}
+
+template <bool kFold>
+void contraction_letters_portable(const uint8_t* p, ContractionLetters& k) {
+  for (int j = 0; j < 64; ++j) {
+    const uint64_t bit = uint64_t{1} << j;
+    const uint8_t b = kFold ? (p[j] | 0x20) : p[j];
+    if (b == 's' || b == 'd' || b == 'm' || b == 't') k.sdmt |= bit;
+    if (b == 'l') k.l |= bit;
+    if (b == 'v') k.v |= bit;
+    if (b == 'r') k.r |= bit;
+    if (b == 'e') k.e |= bit;
+  }
+}
+
+#if defined(__SSE2__)
+inline uint64_t bits16(__m128i v, int chunk) {
+  return static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(v))) << (16 * chunk);
+}
+inline __m128i splat(char c) { return _mm_set1_epi8(c); }
+// Bytes in [lo, hi] (lo > 0; bytes >= 0x80 are negative as signed and never match).
+inline __m128i in_range(__m128i v, char lo, char hi) {
+  return _mm_and_si128(_mm_cmpgt_epi8(v, splat(static_cast<char>(lo - 1))), _mm_cmplt_epi8(v, splat(static_cast<char>(hi + 1))));
+}
+
+void classify_sse2(const uint8_t* p, Classes& c) {
+  for (int i = 0; i < 4; ++i) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    const __m128i folded = _mm_or_si128(v, splat(0x20));
+    const __m128i nl = _mm_or_si128(_mm_cmpeq_epi8(v, splat('\n')), _mm_cmpeq_epi8(v, splat('\r')));
+    c.nonascii |= bits16(v, i);
+    c.letter |= bits16(in_range(folded, 'a', 'z'), i);
+    c.digit |= bits16(in_range(v, '0', '9'), i);
+    c.space |= bits16(_mm_cmpeq_epi8(v, splat(' ')), i);
+    c.newline |= bits16(nl, i);
+    c.other_ws |= bits16(_mm_andnot_si128(nl, in_range(v, 9, 13)), i);
+    c.apos |= bits16(_mm_cmpeq_epi8(v, splat('\'')), i);
+  }
+}
+
+template <bool kFold>
+void contraction_letters_sse2(const uint8_t* p, ContractionLetters& k) {
+  for (int i = 0; i < 4; ++i) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    if (kFold) v = _mm_or_si128(v, splat(0x20));
+    auto eq = [&](char ch) { return _mm_cmpeq_epi8(v, splat(ch)); };
+    k.sdmt |= bits16(_mm_or_si128(_mm_or_si128(eq('s'), eq('d')), _mm_or_si128(eq('m'), eq('t'))), i);
+    k.l |= bits16(eq('l'), i);
+    k.v |= bits16(eq('v'), i);
+    k.r |= bits16(eq('r'), i);
+    k.e |= bits16(eq('e'), i);
+  }
+}
+#endif
+
+// --- rules ---------------------------------------------------------------------------------------
+
+// The masks of one block: its valid ASCII bytes by class.
+struct Block {
+  uint64_t valid, L, D, SP, NL, WO, O, apos;
+};
+
+// Starts of pieces added by contractions: the apostrophes in `at` whose next letters are a
+// contraction body ([sdmt] | ll | ve | re) end their piece there, so the byte after the body
+// starts a piece (even inside a run of letters: "'sa" is "'s", "a"). `consumed` gets the body's
+// first letter, which the caller's letter rule may have marked as a start.
+inline uint64_t contraction_starts(uint64_t at, const ContractionLetters& k, uint64_t& consumed) {
+  const uint64_t one = at & (k.sdmt >> 1);
+  const uint64_t two = at & (((k.l >> 1) & (k.l >> 2)) | (((k.v | k.r) >> 1) & (k.e >> 2)));
+  consumed = (one | two) << 1;
+  return (one << 2) | (two << 3);
+}
+
+// The highest set bit of `m` at or below `limit` (0 <= limit < 64), or -1.
+inline int highest_at_or_below(uint64_t m, int limit) {
+  const uint64_t below = limit >= 63 ? m : m & ((uint64_t{2} << limit) - 1);
+  return below ? 63 - __builtin_clzll(below) : -1;
+}
+
+// GPT-2 (r50k_base):  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//   - Whitespace runs: a run of one is one piece; a longer run gives all but its last character,
+//     and the last starts the next piece (\s+ backtracks one for the lookahead). So a run's first
+//     byte and, in runs of two or more, its last byte start pieces.
+//   - A run of L, N or O starts a piece unless a U+0020 precedes it: that space is the last (or
+//     only) character of its whitespace run, so it starts a piece, and " ?" takes it along.
+//   - An apostrophe that starts a piece (first of its O run, no space before it) followed by a
+//     body is a contraction (case-sensitive here): the body's letter run is split after it.
+uint64_t r50k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws) {
+  const uint64_t S = b.SP | b.WO | b.NL;
+  ws = S;
+  const uint64_t run_first = S & ~(S << 1);
+  const uint64_t run_last_of_many = S & (S << 1) & ~(S >> 1);
+  const uint64_t first_L = b.L & ~(b.L << 1), first_D = b.D & ~(b.D << 1), first_O = b.O & ~(b.O << 1);
+  const uint64_t after_space = b.SP << 1;
+  uint64_t starts = run_first | run_last_of_many | ((first_L | first_D | first_O) & ~after_space);
+  if (k != nullptr) {
+    uint64_t consumed = 0;
+    starts |= contraction_starts(first_O & b.apos & ~after_space, *k, consumed);
+    starts &= ~consumed;
+  }
+  return starts;
+}
+
+// cl100k_base and Llama 3 (and Qwen2 with kSingleDigits):
+//   '(?i:[sdmt]|ll|ve|re) | [^\r\n\p{L}\p{N}]?+\p{L}++ | \p{N}{1,3}+ | ?[^\s\p{L}\p{N}]++[\r\n]*+
+//   | \s*[\r\n] | \s+(?!\S) | \s          (the end-of-text alternatives are left to the scalar scanner)
+//   - An O run takes the line breaks right after it ([\r\n]*): T below. The rest of those
+//     whitespace runs (S2) is split by the whitespace rules.
+//   - A whitespace run from a: if it holds a line break, its first piece ends after the last one
+//     (\s* backtracks to it), at k; from q = k (or a when there is none) the rest, free of line
+//     breaks, is one piece if it is one character and else all but its last character. So a, k
+//     and, where the rest has two or more characters, the run's last byte start pieces. Where a
+//     line-break-free stretch after a line break is followed by another line break, k is not
+//     known locally ("bad" below) and the block stops before that run.
+//   - The last character of a whitespace run starts a piece; if it is SP or WO and a letter
+//     follows, [^\r\n\p{L}\p{N}]? takes it along; if it is U+0020 and an O follows, " ?" does.
+//   - An O run starts a piece unless U+0020 precedes it (taken along, above). An O run of one
+//     character that starts a piece and is followed by a letter is the [^\r\n\p{L}\p{N}]? of
+//     that letter run (O1). A longer O run takes all its characters, so a letter after it starts
+//     a piece.
+//   - A letter run starts a piece unless its first letter is taken along (after SP/WO or O1).
+//   - Digits: a run starts a piece, and then every third digit (every digit for Qwen2).
+//   - Contractions as in GPT-2, case-insensitively, at an apostrophe starting a piece.
+template <bool kSingleDigits>
+uint64_t cl100k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws, uint64_t& bad) {
+  const uint64_t R = b.SP | b.WO;  // whitespace other than line breaks
+  const uint64_t NL = b.NL;
+  // Line breaks right after an O run: a carry from each such run's first break clears the run.
+  const uint64_t T = NL & ~(NL + (NL & (b.O << 1)));
+  const uint64_t N2 = NL & ~T;
+  const uint64_t S2 = R | N2;
+  ws = S2;
+  const uint64_t run_first = S2 & ~(S2 << 1);
+  const uint64_t after_break = R & (N2 << 1);  // candidate k: the first byte after a line break
+  // A candidate whose stretch of R ends on another line break is not the run's k.
+  bad = ((R + after_break) & ~R) & N2;
+  const uint64_t run_last_of_rest = S2 & ~(S2 >> 1) & R & (R << 1);
+  const uint64_t first_O = b.O & ~(b.O << 1);
+  const uint64_t O_starts = first_O & ~(b.SP << 1);
+  const uint64_t O_prefix = O_starts & ~(b.O >> 1) & (b.L >> 1);
+  const uint64_t L_starts = b.L & ~(b.L << 1) & ~(R << 1) & ~(O_prefix << 1);
+  uint64_t D_starts;
+  if constexpr (kSingleDigits) {
+    D_starts = b.D;
+  } else {
+    D_starts = b.D & ~(b.D << 1);
+    const uint64_t third = b.D & (b.D << 1) & (b.D << 2);  // the byte and the two before are digits
+    for (uint64_t g = D_starts; (g = (g << 3) & third) != 0;) D_starts |= g;
+  }
+  uint64_t starts = run_first | after_break | run_last_of_rest | O_starts | L_starts | D_starts;
+  if (k != nullptr) {
+    uint64_t consumed = 0;  // already no start: an apostrophe then a letter is an O_prefix
+    starts |= contraction_starts(O_starts & b.apos, *k, consumed);
+  }
+  return starts;
+}
+
+}  // namespace
+
+PieceBlocks::PieceBlocks(SplitPattern pattern, bool single_digits, std::string_view text, Mode mode)
+    : s_(reinterpret_cast<const uint8_t*>(text.data())),
+      n_(text.size()),
+      pattern_(pattern),
+      single_digits_(single_digits && pattern == SplitPattern::kLlama3),
+      mode_(mode) {
+  switch (pattern) {
+    case SplitPattern::kR50k: rules_ = Rules::kR50k; break;
+    case SplitPattern::kCl100k: rules_ = Rules::kCl100k; break;
+    case SplitPattern::kLlama3: rules_ = single_digits_ ? Rules::kQwen2 : Rules::kCl100k; break;
+    default: rules_ = Rules::kNone; break;
+  }
+  if (mode == Mode::kScalar) rules_ = Rules::kNone;
+}
+
+size_t PieceBlocks::scalar_end(size_t pos) const {
+  const std::string_view text(reinterpret_cast<const char*>(s_), n_);
+  if (single_digits_) return piece_end_qwen2(text, pos);
+  return piece_end(pattern_, text, pos);
+}
+
+bool PieceBlocks::refill() {
+  count_ = taken_ = 0;
+  if (pos_ >= n_) return false;
+  if (rules_ != Rules::kNone && s_[pos_] < 0x80) {
+    count_ = static_cast<uint32_t>(scan_block());
+    if (count_ != 0) return true;
+  }
+  do {
+    const size_t end = scalar_end(pos_);
+    ends_[count_++] = end;
+    pos_ = end;
+  } while (count_ < kScalarRun && pos_ < n_ && s_[pos_] >= 0x80);
+  return true;
+}
+
+size_t PieceBlocks::scan_block() {
+  const size_t avail = n_ - pos_;
+  const uint8_t* p = s_ + pos_;
+  alignas(16) uint8_t padded[64];
+  if (avail < 64) {
+    std::memcpy(padded, p, avail);
+    std::memset(padded + avail, 0, 64 - avail);
+    p = padded;
+  }
+  Classes c;
+#if defined(__SSE2__)
+  if (mode_ == Mode::kAuto) classify_sse2(p, c);
+  else classify_portable(p, c);
+#else
+  classify_portable(p, c);
+#endif
+  // The valid bytes: the ASCII prefix of what the text has left.
+  const int ascii = c.nonascii ? __builtin_ctzll(c.nonascii) : 64;
+  const int len = static_cast<int>(avail < static_cast<size_t>(ascii) ? avail : ascii);
+  if (len < 8) return 0;
+  const bool at_end = static_cast<size_t>(len) == avail;
+  const uint64_t valid = len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1;
+  Block b;
+  b.valid = valid;
+  b.L = c.letter & valid;
+  b.D = c.digit & valid;
+  b.SP = c.space & valid;
+  b.NL = c.newline & valid;
+  b.WO = c.other_ws & valid;
+  b.apos = c.apos & valid;
+  b.O = valid & ~(b.L | b.D | b.SP | b.NL | b.WO);
+
+  ContractionLetters letters;
+  const ContractionLetters* k = nullptr;
+  if (b.apos != 0) {
+    const bool fold = rules_ != Rules::kR50k;
+#if defined(__SSE2__)
+    if (mode_ == Mode::kAuto) fold ? contraction_letters_sse2<true>(p, letters) : contraction_letters_sse2<false>(p, letters);
+    else fold ? contraction_letters_portable<true>(p, letters) : contraction_letters_portable<false>(p, letters);
+#else
+    fold ? contraction_letters_portable<true>(p, letters) : contraction_letters_portable<false>(p, letters);
+#endif
+    letters.sdmt &= valid;
+    letters.l &= valid;
+    letters.v &= valid;
+    letters.r &= valid;
+    letters.e &= valid;
+    k = &letters;
+  }
+
+  uint64_t ws = 0, bad = 0, starts;
+  switch (rules_) {
+    case Rules::kR50k: starts = r50k_starts(b, k, ws); break;
+    case Rules::kCl100k: starts = cl100k_starts<false>(b, k, ws, bad); break;
+    case Rules::kQwen2: starts = cl100k_starts<true>(b, k, ws, bad); break;
+    default: return 0;
+  }
+  starts &= valid;
+
+  // The last boundary the block proves. Inside the text a contraction's body may still follow in
+  // the next block, so the last 3 bytes are left; at its end every byte is known.
+  int limit = at_end ? len - 1 : len - 4;
+  bool whole = at_end;  // the block's last piece ends at the end of the text
+  const uint64_t run_first = ws & ~(ws << 1);
+  if (ws >> (len - 1) & 1) {  // a whitespace run reaches the block's end: only its start is proven
+    const int a = highest_at_or_below(run_first, len - 1);
+    if (a < limit) limit = a;
+    whole = false;
+  }
+  if (bad != 0) {
+    const int a = highest_at_or_below(run_first, __builtin_ctzll(bad));
+    if (a < limit) limit = a;
+    whole = false;
+  }
+  if (limit <= 0) return 0;
+  const int last = highest_at_or_below(starts, limit);
+  if (last <= 0 && !whole) return 0;
+  uint64_t ends = whole ? starts & ~uint64_t{1} : starts & ~uint64_t{1} & ((uint64_t{2} << last) - 1);
+  size_t count = 0;
+  while (ends != 0) {
+    ends_[count++] = pos_ + static_cast<size_t>(__builtin_ctzll(ends));
+    ends &= ends - 1;
+  }
+  if (whole) {
+    ends_[count++] = n_;
+    pos_ = n_;
+  } else {
+    pos_ += static_cast<size_t>(last);
+  }
+  return count;
+}
+
+}  // namespace crayon

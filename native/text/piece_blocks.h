@@ -1,0 +1,79 @@
+// Pre-tokenization 64 bytes at a time: the piece boundaries of a block of ASCII text computed
+// with bit operations, for the split patterns of GPT-2 (r50k_base), cl100k_base, Llama 3 and
+// Qwen2.
+//
+//   text --PieceBlocks::next--> [start, end) of each pre-token, in order, covering the text
+//
+// Why: the hand-written scanners of pretokenize.cc spend ~9-10 ns per English piece, and most of
+// it is the mispredicted branch on what kind of piece comes next (a word, a space run, a
+// punctuation run) and how long it is. Here a block of 64 bytes is classified at once (SSE2 on
+// x86-64, a table elsewhere), the rules of the pattern become masks of "a piece starts here"
+// (piece_blocks.cc derives each from the pattern), and the pieces come out of a loop over the set
+// bits, whose only unpredictable branch is its exit.
+//
+// Exactness: a block commits only the boundaries it can prove from the bytes it holds. It stops
+// short of (1) the last 3 bytes of the block, which a contraction could still reach, (2) a run of
+// whitespace that reaches the end of the block, whose pieces depend on where it ends, (3) a run of
+// whitespace holding two line breaks with spaces between them (rare; its first piece runs to the
+// last line break), and (4) the first non-ASCII byte. The next block starts at the last boundary
+// committed; where none could be committed, and wherever a piece starts at a non-ASCII byte, the
+// scalar scanner of pretokenize.cc takes one piece. At the end of the text the same rules hold,
+// except that a trailing whitespace run goes to the scalar scanner (`\s++$`, `(?!\S)`).
+// tests/test_pretokenize.py compares the pieces with tiktoken's regex and with the scalar
+// scanners on corpora, random text and the structures above placed across block edges.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "text/pretokenize.h"
+
+namespace crayon {
+
+class PieceBlocks {
+ public:
+  // How blocks are classified: kAuto is the build's fastest (SSE2 on x86-64); kPortable the table
+  // every platform has (tests compare the two); kScalar no blocks at all, the scanners alone.
+  enum class Mode : uint8_t { kAuto, kPortable, kScalar };
+
+  // `single_digits`: Qwen2's pattern, Llama 3's with \p{N} in place of \p{N}{1,3} (pattern must
+  // be kLlama3). Patterns without block rules (o200k_base, kNone) run on the scalar scanner.
+  PieceBlocks(SplitPattern pattern, bool single_digits, std::string_view text, Mode mode = Mode::kAuto);
+
+  // True when a block scanner exists for this pattern.
+  static bool has_block_rules(SplitPattern pattern) {
+    return pattern == SplitPattern::kR50k || pattern == SplitPattern::kCl100k || pattern == SplitPattern::kLlama3;
+  }
+
+  // The next piece, or false at the end of the text.
+  bool next(size_t& start, size_t& end) {
+    if (taken_ == count_ && !refill()) return false;
+    start = last_;
+    end = ends_[taken_++];
+    last_ = end;
+    return true;
+  }
+
+ private:
+  enum class Rules : uint8_t { kNone, kR50k, kCl100k, kQwen2 };
+
+  bool refill();
+  size_t scan_block();  // ends of the pieces from pos_ into ends_; 0 when none could be proven
+  size_t scalar_end(size_t pos) const;
+
+  static constexpr size_t kScalarRun = 16;  // pieces the scalar scanner takes per refill at most
+
+  const uint8_t* s_;
+  size_t n_;
+  size_t pos_ = 0;   // where the next refill starts (a piece boundary)
+  size_t last_ = 0;  // start of the next piece handed out
+  SplitPattern pattern_;
+  bool single_digits_;
+  Rules rules_;
+  Mode mode_;
+  uint32_t count_ = 0, taken_ = 0;
+  size_t ends_[64];
+};
+
+}  // namespace crayon
