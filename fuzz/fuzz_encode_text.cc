@@ -3,7 +3,8 @@
 // each hand-written split pattern, and the HF byte-level engine. Every id an encode returns must
 // decode, and the batch stages the GPU runs (engines/piece_batch.h's host loop), on the input cut
 // into documents at each 0x00 byte, must give what the engine gives document by document (both
-// checked with abort()).
+// checked with abort()). The block pre-tokenizer (text/piece_blocks.h), in both classifiers, must
+// give the scalar scanners' pieces for every pattern it has rules for.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,8 @@
 #include "engines/hf_engine.h"
 #include "engines/piece_batch.h"
 #include "engines/tiktoken_engine.h"
+#include "text/piece_blocks.h"
+#include "text/pretokenize.h"
 
 using namespace crayon;
 
@@ -73,5 +76,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   RawEncoding enc;
   hf->encode(text, false, enc);
+  const std::pair<SplitPattern, bool> patterns[] = {
+      {SplitPattern::kR50k, false}, {SplitPattern::kCl100k, false}, {SplitPattern::kLlama3, false}, {SplitPattern::kLlama3, true}};
+  for (const auto& [pattern, single_digits] : patterns) {
+    PieceBlocks fast(pattern, single_digits, text), portable(pattern, single_digits, text, PieceBlocks::Mode::kPortable);
+    size_t pos = 0;
+    for (size_t a = 0, b = 0, c = 0, d = 0; fast.next(a, b);) {
+      const size_t want = single_digits ? piece_end_qwen2(text, pos) : piece_end(pattern, text, pos);
+      if (a != pos || b != want || !portable.next(c, d) || c != a || d != b) abort();
+      pos = b;
+    }
+    if (pos != text.size()) abort();
+  }
   return 0;
 }
