@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from crayon_hf._crayon import split_pieces
 from support import corpus_files, corpus_text
 
-PATTERNS = ("r50k", "cl100k", "llama3", "qwen2")
+PATTERNS = ("r50k", "cl100k", "llama3", "qwen2", "o200k")
 MODES = ("auto", "portable")
 
 
@@ -50,6 +50,7 @@ def test_corpora_whole(pattern):
 
 
 STRUCTURES = [
+    "HelloWorld", "HTTPServer", "aBcD", "ABC", "ABC's", "it's", "it'd's", "x'd'd'd", "'s's", "It'lL", "a//b", "./\n/x", ".\n/.", "a\n/b", "//\n\n/",
     "'s", "'S", "'t", "'ll", "'LL", "'lL", "'ve", "'VE", "'re", "'d", "'m", "'x", "'l", "'v", "'", "''s", "x's",
     "don't", "DON'T", " 's", ".'s", "'s'", "'sa", "'llo",
     " ", "  ", "   x", "  ,", " ,", " ,x", ",x", ".,x", " .x", "\t,", "\tx", "\t\tx", "  \t x", "\v\fx",

@@ -11,6 +11,7 @@
 // reasoning per mask is next to it. "Run" is a maximal run of one class.
 #include "text/piece_blocks.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "tables/unicode_tables.h"
@@ -38,7 +39,7 @@ constexpr bool ascii_classes_are_plain() {
 static_assert(ascii_classes_are_plain(), "the block classifier assumes L = [A-Za-z], N = [0-9], \\s = [\\t-\\r ] in ASCII");
 
 struct Classes {
-  uint64_t nonascii = 0, letter = 0, digit = 0, space = 0, newline = 0, other_ws = 0, apos = 0;
+  uint64_t nonascii = 0, letter = 0, upper = 0, digit = 0, space = 0, newline = 0, other_ws = 0, apos = 0, slash = 0;
 };
 
 // The letters a contraction body is made of, matched case-insensitively (cl100k_base, Llama 3,
@@ -49,21 +50,23 @@ struct ContractionLetters {
 
 // --- classification ----------------------------------------------------------------------------
 
-enum : uint8_t { kL = 1, kD = 2, kSp = 4, kNl = 8, kWo = 16, kAp = 32, kHigh = 128 };
+enum : uint16_t { kL = 1, kD = 2, kSp = 4, kNl = 8, kWo = 16, kAp = 32, kUp = 64, kSlash = 128, kHigh = 256 };
 
-constexpr uint8_t class_of(int b) {
+constexpr uint16_t class_of(int b) {
   if (b >= 0x80) return kHigh;
-  if ((b | 0x20) >= 'a' && (b | 0x20) <= 'z') return kL;
+  if (b >= 'A' && b <= 'Z') return kL | kUp;
+  if (b >= 'a' && b <= 'z') return kL;
   if (b >= '0' && b <= '9') return kD;
   if (b == ' ') return kSp;
   if (b == '\n' || b == '\r') return kNl;
   if (b >= 9 && b <= 13) return kWo;
   if (b == '\'') return kAp;
+  if (b == '/') return kSlash;
   return 0;
 }
 
 struct ClassTable {
-  uint8_t c[256];
+  uint16_t c[256];
   constexpr ClassTable() : c() {
     for (int b = 0; b < 256; ++b) c[b] = class_of(b);
   }
@@ -73,9 +76,11 @@ constexpr ClassTable kClassTable;
 void classify_portable(const uint8_t* p, Classes& c) {
   for (int j = 0; j < 64; ++j) {
     const uint64_t bit = uint64_t{1} << j;
-    const uint8_t k = kClassTable.c[p[j]];
+    const uint16_t k = kClassTable.c[p[j]];
     if (k & kHigh) c.nonascii |= bit;
     if (k & kL) c.letter |= bit;
+    if (k & kUp) c.upper |= bit;
+    if (k & kSlash) c.slash |= bit;
     if (k & kD) c.digit |= bit;
     if (k & kSp) c.space |= bit;
     if (k & kNl) c.newline |= bit;
@@ -114,6 +119,8 @@ void classify_sse2(const uint8_t* p, Classes& c) {
     const __m128i nl = _mm_or_si128(_mm_cmpeq_epi8(v, splat('\n')), _mm_cmpeq_epi8(v, splat('\r')));
     c.nonascii |= bits16(v, i);
     c.letter |= bits16(in_range(folded, 'a', 'z'), i);
+    c.upper |= bits16(in_range(v, 'A', 'Z'), i);
+    c.slash |= bits16(_mm_cmpeq_epi8(v, splat('/')), i);
     c.digit |= bits16(in_range(v, '0', '9'), i);
     c.space |= bits16(_mm_cmpeq_epi8(v, splat(' ')), i);
     c.newline |= bits16(nl, i);
@@ -141,18 +148,18 @@ void contraction_letters_sse2(const uint8_t* p, ContractionLetters& k) {
 
 // The masks of one block: its valid ASCII bytes by class.
 struct Block {
-  uint64_t valid, L, D, SP, NL, WO, O, apos;
+  uint64_t valid, L, upper, D, SP, NL, WO, O, apos, slash;
 };
 
-// Starts of pieces added by contractions: the apostrophes in `at` whose next letters are a
-// contraction body ([sdmt] | ll | ve | re) end their piece there, so the byte after the body
-// starts a piece (even inside a run of letters: "'sa" is "'s", "a"). `consumed` gets the body's
-// first letter, which the caller's letter rule may have marked as a start.
-inline uint64_t contraction_starts(uint64_t at, const ContractionLetters& k, uint64_t& consumed) {
-  const uint64_t one = at & (k.sdmt >> 1);
-  const uint64_t two = at & (((k.l >> 1) & (k.l >> 2)) | (((k.v | k.r) >> 1) & (k.e >> 2)));
-  consumed = (one | two) << 1;
-  return (one << 2) | (two << 3);
+// Contractions: the apostrophes in `at` followed by a body of one letter ([sdmt]) or of two (ll,
+// ve, re), in the letter case the pattern matches.
+struct Contractions {
+  uint64_t one, two;
+  uint64_t after() const { return (one << 2) | (two << 3); }  // the byte after the body
+  uint64_t body() const { return ((one | two) << 1) | (two << 2); }
+};
+inline Contractions contractions(uint64_t at, const ContractionLetters& k) {
+  return {at & (k.sdmt >> 1), at & (((k.l >> 1) & (k.l >> 2)) | (((k.v | k.r) >> 1) & (k.e >> 2)))};
 }
 
 // The highest set bit of `m` at or below `limit` (0 <= limit < 64), or -1.
@@ -178,14 +185,14 @@ uint64_t r50k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws) 
   const uint64_t after_space = b.SP << 1;
   uint64_t starts = run_first | run_last_of_many | ((first_L | first_D | first_O) & ~after_space);
   if (k != nullptr) {
-    uint64_t consumed = 0;
-    starts |= contraction_starts(first_O & b.apos & ~after_space, *k, consumed);
-    starts &= ~consumed;
+    // A contraction ends its piece after the body, inside a run of letters ("'sa" is "'s", "a").
+    const Contractions c = contractions(first_O & b.apos & ~after_space, *k);
+    starts = (starts & ~c.body()) | c.after();
   }
   return starts;
 }
 
-// cl100k_base and Llama 3 (and Qwen2 with kSingleDigits):
+// cl100k_base and Llama 3 (Family::kCl100k; Qwen2 differs only in its digits):
 //   '(?i:[sdmt]|ll|ve|re) | [^\r\n\p{L}\p{N}]?+\p{L}++ | \p{N}{1,3}+ | ?[^\s\p{L}\p{N}]++[\r\n]*+
 //   | \s*[\r\n] | \s+(?!\S) | \s          (the end-of-text alternatives are left to the scalar scanner)
 //   - An O run takes the line breaks right after it ([\r\n]*): T below. The rest of those
@@ -200,31 +207,60 @@ uint64_t r50k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws) 
 //     follows, [^\r\n\p{L}\p{N}]? takes it along; if it is U+0020 and an O follows, " ?" does.
 //   - An O run starts a piece unless U+0020 precedes it (taken along, above). An O run of one
 //     character that starts a piece and is followed by a letter is the [^\r\n\p{L}\p{N}]? of
-//     that letter run (O1). A longer O run takes all its characters, so a letter after it starts
-//     a piece.
-//   - A letter run starts a piece unless its first letter is taken along (after SP/WO or O1).
+//     that letter run (O_prefix). A longer O run takes all its characters, so a letter after it
+//     starts a piece.
+//   - A letter run starts a piece unless its first letter is taken along (after SP/WO or O_prefix).
 //   - Digits: a run starts a piece, and then every third digit (every digit for Qwen2).
 //   - Contractions as in GPT-2, case-insensitively, at an apostrophe starting a piece.
-template <bool kSingleDigits>
-uint64_t cl100k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws, uint64_t& bad) {
+//
+// o200k_base (Family::kO200k), in ASCII where U = [A-Z], W = [a-z] and there are no marks:
+//   P?U*W+C? | P?U+W*C? | \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+//   - A letter run also splits before each capital that follows a small letter: U*W+ takes the
+//     capitals and then the small letters, and a run ending in capitals is U+W*.
+//   - C? (a contraction, case-insensitive) belongs to the letter piece that ends a letter run: the
+//     apostrophe and the body start nothing; the byte after the body starts a piece. There is no
+//     contraction alternative of its own: elsewhere an apostrophe is an O.
+//   - The tail [\r\n/]* of an O run: slashes right after the run are O and its own already; from
+//     the line break after it on, the run of line breaks and slashes (T; its slashes start nothing).
+//   - Whitespace, P prefixes, O runs and digits as in cl100k.
+enum class Family { kCl100k, kQwen2, kO200k };
+
+template <Family kFamily>
+uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_t& ws, int& cut) {
   const uint64_t R = b.SP | b.WO;  // whitespace other than line breaks
   const uint64_t NL = b.NL;
-  // Line breaks right after an O run: a carry from each such run's first break clears the run.
-  const uint64_t T = NL & ~(NL + (NL & (b.O << 1)));
+  // The tails: a carry from each tail's first byte clears its run (one seed per run).
+  uint64_t T;
+  if constexpr (kFamily == Family::kO200k) {
+    // A run of line breaks and slashes may hold several line breaks right after an O (".\n/\n",
+    // or "\n/\n" after a letter, where the first break is whitespace): the tail runs from the
+    // first of them to the end of the run. Filling each run from its start up to that break (a
+    // single seed per run) leaves the tail.
+    const uint64_t TS = NL | b.slash;
+    const uint64_t tail_start = NL & (b.O << 1);
+    const uint64_t head = TS & ~tail_start;
+    T = TS & ~(head & ~(head + (head & ~(TS << 1))));
+  } else {
+    T = NL & ~(NL + (NL & (b.O << 1)));
+  }
   const uint64_t N2 = NL & ~T;
   const uint64_t S2 = R | N2;
   ws = S2;
   const uint64_t run_first = S2 & ~(S2 << 1);
   const uint64_t after_break = R & (N2 << 1);  // candidate k: the first byte after a line break
-  // A candidate whose stretch of R ends on another line break is not the run's k.
-  bad = ((R + after_break) & ~R) & N2;
+  // A candidate whose stretch of R ends on another line break is not the run's k: the block stops
+  // at the start of the first such run.
+  const uint64_t bad = ((R + after_break) & ~R) & N2;
+  if (bad != 0) cut = highest_at_or_below(run_first, __builtin_ctzll(bad));
   const uint64_t run_last_of_rest = S2 & ~(S2 >> 1) & R & (R << 1);
-  const uint64_t first_O = b.O & ~(b.O << 1);
+  const uint64_t O = b.O & ~T;
+  const uint64_t first_O = O & ~(O << 1);
   const uint64_t O_starts = first_O & ~(b.SP << 1);
-  const uint64_t O_prefix = O_starts & ~(b.O >> 1) & (b.L >> 1);
-  const uint64_t L_starts = b.L & ~(b.L << 1) & ~(R << 1) & ~(O_prefix << 1);
+  const uint64_t O_prefix = O_starts & ~(O >> 1) & (b.L >> 1);
+  uint64_t L_starts = b.L & ~(b.L << 1) & ~(R << 1) & ~(O_prefix << 1);
+  if constexpr (kFamily == Family::kO200k) L_starts |= b.upper & ((b.L & ~b.upper) << 1);
   uint64_t D_starts;
-  if constexpr (kSingleDigits) {
+  if constexpr (kFamily == Family::kQwen2) {
     D_starts = b.D;
   } else {
     D_starts = b.D & ~(b.D << 1);
@@ -233,8 +269,19 @@ uint64_t cl100k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws
   }
   uint64_t starts = run_first | after_break | run_last_of_rest | O_starts | L_starts | D_starts;
   if (k != nullptr) {
-    uint64_t consumed = 0;  // already no start: an apostrophe then a letter is an O_prefix
-    starts |= contraction_starts(O_starts & b.apos, *k, consumed);
+    if constexpr (kFamily == Family::kO200k) {
+      const Contractions c = contractions(b.apos & (b.L << 1), *k);  // an apostrophe ending a letter run
+      starts = (starts & ~(c.one | c.two | c.body())) | c.after();
+      // An apostrophe right after a body ("x'd's") ends no letter run of its own: it starts a
+      // piece. Rare; the block stops there and the next one starts with it.
+      const uint64_t chained = (c.one | c.two) & (c.body() << 1);
+      if (chained != 0) cut = std::min(cut, __builtin_ctzll(chained));
+    } else {
+      // A contraction ends its piece after the body, inside a run of letters ("'sa" is "'s",
+      // "a"); the body's first letter is no start already (an apostrophe then a letter is an
+      // O_prefix).
+      starts |= contractions(O_starts & b.apos, *k).after();
+    }
   }
   return starts;
 }
@@ -250,6 +297,7 @@ PieceBlocks::PieceBlocks(SplitPattern pattern, bool single_digits, std::string_v
   switch (pattern) {
     case SplitPattern::kR50k: rules_ = Rules::kR50k; break;
     case SplitPattern::kCl100k: rules_ = Rules::kCl100k; break;
+    case SplitPattern::kO200k: rules_ = Rules::kO200k; break;
     case SplitPattern::kLlama3: rules_ = single_digits_ ? Rules::kQwen2 : Rules::kCl100k; break;
     default: rules_ = Rules::kNone; break;
   }
@@ -262,10 +310,21 @@ size_t PieceBlocks::scalar_end(size_t pos) const {
   return piece_end(pattern_, text, pos);
 }
 
+// True when the 8 bytes at pos are ASCII. A block needs at least that many ASCII bytes to prove a
+// boundary, and in text of other scripts most pieces begin with an ASCII space and go on in
+// another script: classifying 64 bytes there only to fall back cost such text a quarter of its
+// scanning time.
+inline bool ascii8(const uint8_t* s, size_t n, size_t pos) {
+  if (n - pos < 8) return false;
+  uint64_t x;
+  std::memcpy(&x, s + pos, 8);
+  return (x & 0x8080808080808080ull) == 0;
+}
+
 bool PieceBlocks::refill() {
   count_ = taken_ = 0;
   if (pos_ >= n_) return false;
-  if (rules_ != Rules::kNone && s_[pos_] < 0x80) {
+  if (rules_ != Rules::kNone && ascii8(s_, n_, pos_)) {
     count_ = static_cast<uint32_t>(scan_block());
     if (count_ != 0) return true;
   }
@@ -273,7 +332,7 @@ bool PieceBlocks::refill() {
     const size_t end = scalar_end(pos_);
     ends_[count_++] = end;
     pos_ = end;
-  } while (count_ < kScalarRun && pos_ < n_ && s_[pos_] >= 0x80);
+  } while (count_ < kScalarRun && pos_ < n_ && !ascii8(s_, n_, pos_));
   return true;
 }
 
@@ -296,12 +355,13 @@ size_t PieceBlocks::scan_block() {
   // The valid bytes: the ASCII prefix of what the text has left.
   const int ascii = c.nonascii ? __builtin_ctzll(c.nonascii) : 64;
   const int len = static_cast<int>(avail < static_cast<size_t>(ascii) ? avail : ascii);
-  if (len < 8) return 0;
   const bool at_end = static_cast<size_t>(len) == avail;
   const uint64_t valid = len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1;
   Block b;
   b.valid = valid;
   b.L = c.letter & valid;
+  b.upper = c.upper & valid;
+  b.slash = c.slash & valid;
   b.D = c.digit & valid;
   b.SP = c.space & valid;
   b.NL = c.newline & valid;
@@ -327,11 +387,13 @@ size_t PieceBlocks::scan_block() {
     k = &letters;
   }
 
-  uint64_t ws = 0, bad = 0, starts;
+  uint64_t ws = 0, starts;
+  int cut = 64;  // a position the rules cannot prove boundaries past
   switch (rules_) {
     case Rules::kR50k: starts = r50k_starts(b, k, ws); break;
-    case Rules::kCl100k: starts = cl100k_starts<false>(b, k, ws, bad); break;
-    case Rules::kQwen2: starts = cl100k_starts<true>(b, k, ws, bad); break;
+    case Rules::kCl100k: starts = cl100k_like_starts<Family::kCl100k>(b, k, ws, cut); break;
+    case Rules::kQwen2: starts = cl100k_like_starts<Family::kQwen2>(b, k, ws, cut); break;
+    case Rules::kO200k: starts = cl100k_like_starts<Family::kO200k>(b, k, ws, cut); break;
     default: return 0;
   }
   starts &= valid;
@@ -346,9 +408,8 @@ size_t PieceBlocks::scan_block() {
     if (a < limit) limit = a;
     whole = false;
   }
-  if (bad != 0) {
-    const int a = highest_at_or_below(run_first, __builtin_ctzll(bad));
-    if (a < limit) limit = a;
+  if (cut < 64) {
+    if (cut < limit) limit = cut;
     whole = false;
   }
   if (limit <= 0) return 0;

@@ -38,12 +38,12 @@ class PieceBlocks {
   enum class Mode : uint8_t { kAuto, kPortable, kScalar };
 
   // `single_digits`: Qwen2's pattern, Llama 3's with \p{N} in place of \p{N}{1,3} (pattern must
-  // be kLlama3). Patterns without block rules (o200k_base, kNone) run on the scalar scanner.
+  // be kLlama3). kNone has no block rules (the whole text is one piece).
   PieceBlocks(SplitPattern pattern, bool single_digits, std::string_view text, Mode mode = Mode::kAuto);
 
   // True when a block scanner exists for this pattern.
   static bool has_block_rules(SplitPattern pattern) {
-    return pattern == SplitPattern::kR50k || pattern == SplitPattern::kCl100k || pattern == SplitPattern::kLlama3;
+    return pattern != SplitPattern::kNone;
   }
 
   // The next piece, or false at the end of the text.
@@ -56,7 +56,7 @@ class PieceBlocks {
   }
 
  private:
-  enum class Rules : uint8_t { kNone, kR50k, kCl100k, kQwen2 };
+  enum class Rules : uint8_t { kNone, kR50k, kCl100k, kQwen2, kO200k };
 
   bool refill();
   size_t scan_block();  // ends of the pieces from pos_ into ends_; 0 when none could be proven
