@@ -23,7 +23,9 @@
 // pieces into `out` one at a time cost ~12% (now buffered in chunks), and o200k's general letter
 // scan ran at ~240 MiB/s on English until the all-ASCII word fast path. A per-character decode is
 // not the bottleneck; ASCII never reaches the UTF-8 decoder. What is left per piece is mostly
-// branches on the piece's kind; a scanner that classifies whole blocks is the next step.
+// branches on the piece's kind, which piece_blocks.cc removes for blocks of ASCII: the engines
+// call these scanners for the pieces a block cannot prove (non-ASCII text, runs longer than a
+// block, the end of a segment).
 //
 // The slow twin is tiktoken itself: tests/test_pretokenize.py compares every scanner with it.
 #include "text/pretokenize.h"
