@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/double_array.h"
+#include "core/swar.h"
 #include "core/thread_scratch.h"
 #include "core/utf8.h"
 #include "engines/batch_stages.h"
@@ -939,23 +940,11 @@ void metaspace_split(const PreTokenizerStep& st, std::string_view text, const Al
   // replacement starts with one): skipped eight at a time.
   const bool skip_ascii = !r.empty() && static_cast<uint8_t>(r[0]) >= 0x80;
   for (uint32_t k = p.start; k < p.end;) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (skip_ascii && k > begin && static_cast<uint8_t>(text[k]) < 0x80) {  // (other scripts go char by char)
-      constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-      while (k + 8 <= p.end) {
-        uint64_t x;
-        std::memcpy(&x, text.data() + k, 8);
-        const uint64_t y = x ^ (kOnes * ' ');  // a zero byte where x has a space
-        const uint64_t stop = (x | ((y - kOnes) & ~y)) & kHigh;  // non-ASCII, or a space
-        if (stop != 0) {
-          k += static_cast<uint32_t>(__builtin_ctzll(stop)) >> 3;
-          break;
-        }
-        k += 8;
-      }
+      k = static_cast<uint32_t>(swar::skip(reinterpret_cast<const uint8_t*>(text.data()), k, p.end,
+                                           [](uint64_t x) { return swar::non_ascii_or_byte(x, ' '); }));
       if (k >= p.end) break;
     }
-#endif
     if (k > begin && delimiter_at(k)) {
       next.push_back(Piece{begin, k, first && prefix});
       first = false;

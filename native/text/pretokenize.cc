@@ -32,8 +32,9 @@
 
 #include <cstring>
 
-#include "tables/unicode_tables.h"
+#include "core/swar.h"
 #include "core/utf8.h"
+#include "tables/unicode_tables.h"
 
 namespace crayon {
 namespace {
@@ -46,28 +47,14 @@ using unicode::kUpperish;
 
 constexpr uint32_t kEndOfText = 0xFFFFFFFEu;
 
-// ASCII runs eight bytes at a time (SWAR): the end of the run of bytes in [lo, hi] from pos.
-// A loop over bytes costs a mispredicted exit per word (words vary in length); here a word of up
-// to eight letters is one load, a few adds and a count of trailing zeros. `fold` ORs 0x20 into
-// each byte first, which maps A-Z onto a-z and no other ASCII byte into a-z. Non-ASCII bytes end
-// the run. For 0x01 <= lo <= hi <= 0x7E the adds below cannot carry from one byte into the next
-// (each byte is at most 0x7F before adding at most 0x7F).
+// The end of the run of ASCII bytes in [lo, hi] from pos, eight bytes at a time (core/swar.h): a
+// word of up to eight letters is one load, a few adds and a count of trailing zeros, where a loop
+// over bytes costs a mispredicted exit per word. `fold` ORs 0x20 into each byte first, which maps
+// A-Z onto a-z and no other ASCII byte into a-z. Non-ASCII bytes end the run.
 inline size_t ascii_run(const uint8_t* s, size_t n, size_t pos, uint8_t lo, uint8_t hi, bool fold) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-  const uint64_t add_lo = kOnes * (0x80 - lo), add_hi = kOnes * (0x80 - hi - 1);
-  const uint64_t case_bit = fold ? kOnes * 0x20 : 0;
-  while (pos + 8 <= n) {
-    uint64_t x;
-    std::memcpy(&x, s + pos, 8);
-    const uint64_t x7 = (x | case_bit) & ~kHigh;
-    const uint64_t in = (x7 + add_lo) & ~(x7 + add_hi) & ~x & kHigh;
-    const uint64_t out = ~in & kHigh;
-    if (out != 0) return pos + (static_cast<size_t>(__builtin_ctzll(out)) >> 3);
-    pos += 8;
-  }
-#endif
-  while (pos < n && static_cast<uint8_t>((s[pos] | (fold ? 0x20 : 0)) - lo) <= hi - lo && s[pos] < 0x80) ++pos;
+  const uint8_t case_bit = fold ? 0x20 : 0;
+  pos = swar::skip(s, pos, n, [&](uint64_t x) { return swar::non_ascii_or_outside(x, lo, hi, case_bit); });
+  while (pos < n && static_cast<uint8_t>((s[pos] | case_bit) - lo) <= hi - lo && s[pos] < 0x80) ++pos;
   return pos;
 }
 

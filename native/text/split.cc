@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tables/regex_tables.h"
+#include "core/swar.h"
 #include "core/utf8.h"
+#include "tables/regex_tables.h"
 
 namespace crayon {
 namespace {
@@ -178,23 +179,11 @@ void pretokenize_whitespace_split(std::string_view text, Pieces& pieces) {
   size_t word = kNone;  // start of the current run, if any
   size_t pos = 0;
   while (pos < n) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (word != kNone && s[pos] > 0x20 && s[pos] < 0x80) {  // (other scripts go char by char)
-      constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-      while (pos + 8 <= n) {
-        uint64_t x;
-        std::memcpy(&x, s + pos, 8);
-        // high bit of each byte: b >= 0x80, or b - 0x21 borrowed (b <= 0x20, b < 0x80)
-        const uint64_t stop = (x | (((x | kHigh) - kOnes * 0x21) ^ kHigh)) & kHigh;
-        if (stop != 0) {
-          pos += static_cast<size_t>(__builtin_ctzll(stop)) >> 3;
-          break;
-        }
-        pos += 8;
-      }
+      // Up to a byte <= 0x20 (all ASCII whitespace is) or a non-ASCII byte.
+      pos = swar::skip(s, pos, n, [](uint64_t x) { return swar::non_ascii_or_at_most(x, 0x20); });
       if (pos >= n) break;
     }
-#endif
     uint32_t len = 1;
     const uint8_t b = s[pos];
     const bool space = b < 0x80 ? (b == ' ' || (b >= '\t' && b <= '\r')) : (props_at(text, pos, len) & rt::kRustWhitespace) != 0;

@@ -1,0 +1,57 @@
+// Skipping runs of ASCII bytes eight at a time (SWAR: one 64-bit word, a few adds and a count of
+// trailing zeros), for the scanners whose runs of plain ASCII bytes are long: the pre-tokenizers'
+// letter runs, WhitespaceSplit's words, Metaspace's words.
+//
+// A byte-at-a-time loop pays a mispredicted exit per run (runs vary in length); here a run of up
+// to eight bytes is one load. Each caller says where to stop with a word predicate that sets the
+// high bit of every byte to stop at; the predicates below cannot carry from one byte into the
+// next (each works on bytes whose high bit is cleared first, or tests it separately).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace crayon::swar {
+
+constexpr uint64_t kOnes = 0x0101010101010101ull;
+constexpr uint64_t kHigh = 0x8080808080808080ull;
+
+// The first position in [pos, end) whose byte `stop` marks, or the first position from which
+// fewer than eight bytes are left (the caller goes on byte by byte from there). `stop(x)` returns
+// a word whose bytes have their high bit set where x's bytes are to stop at (other bits ignored).
+// On big-endian machines nothing is skipped.
+template <class Stop>
+inline size_t skip(const uint8_t* s, size_t pos, size_t end, Stop stop) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  while (pos + 8 <= end) {
+    uint64_t x;
+    std::memcpy(&x, s + pos, 8);
+    const uint64_t m = stop(x) & kHigh;
+    if (m != 0) return pos + (static_cast<size_t>(__builtin_ctzll(m)) >> 3);
+    pos += 8;
+  }
+#endif
+  return pos;
+}
+
+// Bytes >= 0x80, and bytes equal to c (c < 0x80).
+inline uint64_t non_ascii_or_byte(uint64_t x, uint8_t c) {
+  const uint64_t y = x ^ (kOnes * c);  // a zero byte where x has c
+  return x | ((y - kOnes) & ~y);
+}
+
+// Bytes >= 0x80, and bytes <= c (c < 0x7F).
+inline uint64_t non_ascii_or_at_most(uint64_t x, uint8_t c) {
+  return x | (((x | kHigh) - kOnes * (c + 1)) ^ kHigh);  // b - (c + 1) borrows where b <= c
+}
+
+// Bytes >= 0x80, and bytes outside [lo, hi] (0x01 <= lo <= hi <= 0x7E) after `fold` is ORed into
+// them (0x20 maps A-Z onto a-z and no other ASCII byte into a-z).
+inline uint64_t non_ascii_or_outside(uint64_t x, uint8_t lo, uint8_t hi, uint8_t fold) {
+  const uint64_t x7 = (x | kOnes * fold) & ~kHigh;
+  const uint64_t in = (x7 + kOnes * (0x80 - lo)) & ~(x7 + kOnes * (0x80 - hi - 1)) & ~x;
+  return ~in;
+}
+
+}  // namespace crayon::swar
