@@ -19,7 +19,6 @@
 #include "engines/piece_batch.h"
 #include "engines/tiktoken_engine.h"
 #include "text/piece_blocks.h"
-#include "text/pretokenize.h"
 
 using namespace crayon;
 
@@ -76,14 +75,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   RawEncoding enc;
   hf->encode(text, false, enc);
-  const std::pair<SplitPattern, bool> patterns[] = {
-      {SplitPattern::kR50k, false}, {SplitPattern::kCl100k, false}, {SplitPattern::kLlama3, false}, {SplitPattern::kLlama3, true}};
-  for (const auto& [pattern, single_digits] : patterns) {
-    PieceBlocks fast(pattern, single_digits, text), portable(pattern, single_digits, text, PieceBlocks::Mode::kPortable);
+  using P = PieceBlocks::Pattern;
+  for (const P pattern : {P::kR50k, P::kCl100k, P::kLlama3, P::kQwen2, P::kO200k, P::kDeepSeekV3}) {
+    PieceBlocks fast(pattern, text), portable(pattern, text, PieceBlocks::Mode::kPortable),
+        scalar(pattern, text, PieceBlocks::Mode::kScalar);
     size_t pos = 0;
-    for (size_t a = 0, b = 0, c = 0, d = 0; fast.next(a, b);) {
-      const size_t want = single_digits ? piece_end_qwen2(text, pos) : piece_end(pattern, text, pos);
-      if (a != pos || b != want || !portable.next(c, d) || c != a || d != b) abort();
+    for (size_t a = 0, b = 0, c = 0, d = 0, e = 0, f = 0; fast.next(a, b);) {
+      if (a != pos || !scalar.next(e, f) || e != a || f != b || !portable.next(c, d) || c != a || d != b) abort();
       pos = b;
     }
     if (pos != text.size()) abort();

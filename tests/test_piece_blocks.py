@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from crayon_hf._crayon import split_pieces
 from support import corpus_files, corpus_text
 
-PATTERNS = ("r50k", "cl100k", "llama3", "qwen2", "o200k")
+PATTERNS = ("r50k", "cl100k", "llama3", "qwen2", "o200k", "deepseek_v3")
 MODES = ("auto", "portable")
 
 

@@ -562,6 +562,7 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
     } else if (is_deepseek_sequence(steps)) {
       sequence_stream_ = std::make_shared<DeepSeekSequenceSplitter>();
       streaming_ = sequence_stream_.get();
+      deepseek_stream_ = true;
     }
     if (streaming_ != nullptr && streaming_->regex() != nullptr) streaming_scanner_ = streaming_->regex()->scanner();
   }
@@ -864,16 +865,17 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       return true;
     });
   };
-  // GPT-2's, Llama 3's and Qwen2's patterns: pieces found a block of 64 bytes at a time.
-  auto blocks = [&](SplitPattern pattern, bool single_digits) {
-    PieceBlocks scan(pattern, single_digits, text);
+  // GPT-2's, Llama 3's, Qwen2's and DeepSeek-V3's patterns: pieces found 64 bytes at a time.
+  auto blocks = [&](PieceBlocks::Pattern pattern) {
+    PieceBlocks scan(pattern, text);
     encode_pieces_fast<kOffsets>(text, base, out, word, [&](size_t& start, size_t& end) { return scan.next(start, end); });
   };
   using S = Regex::Scanner;
+  if (deepseek_stream_) return blocks(PieceBlocks::Pattern::kDeepSeekV3);
   switch (streaming_scanner_) {
-    case S::kGpt2: return blocks(SplitPattern::kR50k, false);
-    case S::kLlama3: return blocks(SplitPattern::kLlama3, false);
-    case S::kQwen2: return blocks(SplitPattern::kLlama3, true);
+    case S::kGpt2: return blocks(PieceBlocks::Pattern::kR50k);
+    case S::kLlama3: return blocks(PieceBlocks::Pattern::kLlama3);
+    case S::kQwen2: return blocks(PieceBlocks::Pattern::kQwen2);
     default: return stream([&](size_t at) { return streaming_->piece_end(text, at); });
   }
 }

@@ -307,6 +307,7 @@ class HfEngine {
   // step): then text splits without a normalizer change stream straight into the model.
   const PieceSplitter* streaming_ = nullptr;
   std::shared_ptr<const PieceSplitter> sequence_stream_;  // owns streaming_ for a sequence of Splits
+  bool deepseek_stream_ = false;  // streaming_ is DeepSeek-V3's three Splits as one scanner
   Regex::Scanner streaming_scanner_ = Regex::Scanner::kNone;  // its hand-written scanner, when it has one
   std::shared_ptr<const TiktokenEngine> fast_;  // set when the merge list is tiktoken-equivalent
   const uint32_t* decode_offsets_ = nullptr;  // n_ids + 1 entries into decode_bytes_

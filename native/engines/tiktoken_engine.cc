@@ -411,8 +411,9 @@ void TiktokenEngine::for_each_piece(std::string_view seg, F&& f) const {
     }
     return;
   }
-  if (PieceBlocks::has_block_rules(pattern_)) {
-    PieceBlocks blocks(pattern_, /*single_digits=*/false, seg);
+  PieceBlocks::Pattern block_pattern;
+  if (PieceBlocks::pattern_of(pattern_, block_pattern)) {
+    PieceBlocks blocks(block_pattern, seg);
     for (size_t start = 0, end = 0; blocks.next(start, end);) f(s + start, end - start);
     return;
   }

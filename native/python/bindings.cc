@@ -1358,9 +1358,13 @@ PYBIND11_MODULE(_crayon, m) {
   }, py::arg("data"), py::arg("seed") = 0, "XXH64 of data (the cartridge checksum function).");
 
   m.def("split_pieces", [](const std::string& pattern, const py::str& text, const std::string& mode) {
-    // "qwen2" is Llama 3's pattern with single digits (the Split pattern of Qwen2's tokenizer.json).
-    const bool qwen2 = pattern == "qwen2";
-    const SplitPattern p = qwen2 ? SplitPattern::kLlama3 : pattern_from_name(pattern);
+    // Besides the tiktoken patterns: "qwen2" (Llama 3's with single digits, Qwen2's Split) and
+    // "deepseek_v3" (DeepSeek-V3's three Splits streamed as one).
+    PieceBlocks::Pattern bp = PieceBlocks::Pattern::kR50k;
+    const bool whole = pattern == "none";
+    if (pattern == "qwen2") bp = PieceBlocks::Pattern::kQwen2;
+    else if (pattern == "deepseek_v3") bp = PieceBlocks::Pattern::kDeepSeekV3;
+    else if (!whole) PieceBlocks::pattern_of(pattern_from_name(pattern), bp);
     PieceBlocks::Mode m;
     if (mode == "auto") m = PieceBlocks::Mode::kAuto;
     else if (mode == "portable") m = PieceBlocks::Mode::kPortable;
@@ -1370,10 +1374,10 @@ PYBIND11_MODULE(_crayon, m) {
     std::vector<std::pair<uint32_t, uint32_t>> out;
     {
       py::gil_scoped_release release;
-      if (p == SplitPattern::kNone) {
-        split_pieces(p, t, out);
+      if (whole) {
+        split_pieces(SplitPattern::kNone, t, out);
       } else {
-        PieceBlocks blocks(p, qwen2, t, m);
+        PieceBlocks blocks(bp, t, m);
         for (size_t start = 0, end = 0; blocks.next(start, end);) {
           out.emplace_back(static_cast<uint32_t>(start), static_cast<uint32_t>(end));
         }

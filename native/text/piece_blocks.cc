@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "tables/unicode_tables.h"
+#include "text/deepseek_split.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -40,6 +41,7 @@ static_assert(ascii_classes_are_plain(), "the block classifier assumes L = [A-Za
 
 struct Classes {
   uint64_t nonascii = 0, letter = 0, upper = 0, digit = 0, space = 0, newline = 0, other_ws = 0, apos = 0, slash = 0;
+  uint64_t control = 0;  // C0 controls other than whitespace, and DEL
 };
 
 // The letters a contraction body is made of, matched case-insensitively (cl100k_base, Llama 3,
@@ -50,7 +52,7 @@ struct ContractionLetters {
 
 // --- classification ----------------------------------------------------------------------------
 
-enum : uint16_t { kL = 1, kD = 2, kSp = 4, kNl = 8, kWo = 16, kAp = 32, kUp = 64, kSlash = 128, kHigh = 256 };
+enum : uint16_t { kL = 1, kD = 2, kSp = 4, kNl = 8, kWo = 16, kAp = 32, kUp = 64, kSlash = 128, kHigh = 256, kCtl = 512 };
 
 constexpr uint16_t class_of(int b) {
   if (b >= 0x80) return kHigh;
@@ -62,6 +64,7 @@ constexpr uint16_t class_of(int b) {
   if (b >= 9 && b <= 13) return kWo;
   if (b == '\'') return kAp;
   if (b == '/') return kSlash;
+  if (b < 0x20 || b == 0x7F) return kCtl;
   return 0;
 }
 
@@ -81,6 +84,7 @@ void classify_portable(const uint8_t* p, Classes& c) {
     if (k & kL) c.letter |= bit;
     if (k & kUp) c.upper |= bit;
     if (k & kSlash) c.slash |= bit;
+    if (k & kCtl) c.control |= bit;
     if (k & kD) c.digit |= bit;
     if (k & kSp) c.space |= bit;
     if (k & kNl) c.newline |= bit;
@@ -126,6 +130,9 @@ void classify_sse2(const uint8_t* p, Classes& c) {
     c.newline |= bits16(nl, i);
     c.other_ws |= bits16(_mm_andnot_si128(nl, in_range(v, 9, 13)), i);
     c.apos |= bits16(_mm_cmpeq_epi8(v, splat('\'')), i);
+    // (bytes >= 0x80 are negative and count as below 0x20 here; they are never valid bytes)
+    const __m128i below_space = _mm_andnot_si128(in_range(v, 9, 13), _mm_cmplt_epi8(v, splat(0x20)));
+    c.control |= bits16(_mm_or_si128(below_space, _mm_cmpeq_epi8(v, splat(0x7F))), i);
   }
 }
 
@@ -148,7 +155,7 @@ void contraction_letters_sse2(const uint8_t* p, ContractionLetters& k) {
 
 // The masks of one block: its valid ASCII bytes by class.
 struct Block {
-  uint64_t valid, L, upper, D, SP, NL, WO, O, apos, slash;
+  uint64_t valid, L, upper, D, SP, NL, WO, O, apos, slash, control;
 };
 
 // Contractions: the apostrophes in `at` followed by a body of one letter ([sdmt]) or of two (ll,
@@ -223,12 +230,29 @@ uint64_t r50k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws) 
 //   - The tail [\r\n/]* of an O run: slashes right after the run are O and its own already; from
 //     the line break after it on, the run of line breaks and slashes (T; its slashes start nothing).
 //   - Whitespace, P prefixes, O runs and digits as in cl100k.
-enum class Family { kCl100k, kQwen2, kO200k };
+//
+// DeepSeek-V3 (Family::kDeepSeekV3): digits \p{N}{1,3} split off first, then cjk runs, then on
+// each piece left (a segment) `words` (text/deepseek_split.h gives its alternatives 1-6):
+//   A[A-Za-z]+ | B?[\p{L}\p{M}]+ | ?[\p{P}\p{S}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+// with A and PS the ASCII punctuation and symbols, B = [^\r\n\p{L}\p{P}\p{S}] (in a segment of
+// ASCII: SP, WO and the controls C). Isolated: the text between matches is a piece too. In ASCII:
+//   - Digits: groups of three from each run's start, as in cl100k. A digit ends a segment, so
+//     nothing joins across it, and a whitespace run right before it is one piece (its end is the
+//     end of the segment's text for (?!\S)): no start at such a run's last byte.
+//   - PS plays O's part (runs, " ?" before them, the line breaks after them, one PS before
+//     letters); there are no contractions.
+//   - A control before a letter is the B? of that letter run; a control before anything else
+//     starts no match, so a run of those is one unmatched piece.
+enum class Family { kCl100k, kQwen2, kO200k, kDeepSeekV3 };
 
 template <Family kFamily>
 uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_t& ws, int& cut) {
   const uint64_t R = b.SP | b.WO;  // whitespace other than line breaks
   const uint64_t NL = b.NL;
+  // The characters that make runs of their own and take the line breaks after them: O, or for
+  // DeepSeek-V3 the punctuation and symbols (its controls are in B).
+  const uint64_t C = kFamily == Family::kDeepSeekV3 ? b.control : 0;
+  const uint64_t O_all = b.O & ~C;
   // The tails: a carry from each tail's first byte clears its run (one seed per run).
   uint64_t T;
   if constexpr (kFamily == Family::kO200k) {
@@ -237,11 +261,11 @@ uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_
     // first of them to the end of the run. Filling each run from its start up to that break (a
     // single seed per run) leaves the tail.
     const uint64_t TS = NL | b.slash;
-    const uint64_t tail_start = NL & (b.O << 1);
+    const uint64_t tail_start = NL & (O_all << 1);
     const uint64_t head = TS & ~tail_start;
     T = TS & ~(head & ~(head + (head & ~(TS << 1))));
   } else {
-    T = NL & ~(NL + (NL & (b.O << 1)));
+    T = NL & ~(NL + (NL & (O_all << 1)));
   }
   const uint64_t N2 = NL & ~T;
   const uint64_t S2 = R | N2;
@@ -252,12 +276,13 @@ uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_
   // at the start of the first such run.
   const uint64_t bad = ((R + after_break) & ~R) & N2;
   if (bad != 0) cut = highest_at_or_below(run_first, __builtin_ctzll(bad));
-  const uint64_t run_last_of_rest = S2 & ~(S2 >> 1) & R & (R << 1);
-  const uint64_t O = b.O & ~T;
+  uint64_t run_last_of_rest = S2 & ~(S2 >> 1) & R & (R << 1);
+  if constexpr (kFamily == Family::kDeepSeekV3) run_last_of_rest &= ~(b.D >> 1);  // a segment's end
+  const uint64_t O = O_all & ~T;
   const uint64_t first_O = O & ~(O << 1);
   const uint64_t O_starts = first_O & ~(b.SP << 1);
   const uint64_t O_prefix = O_starts & ~(O >> 1) & (b.L >> 1);
-  uint64_t L_starts = b.L & ~(b.L << 1) & ~(R << 1) & ~(O_prefix << 1);
+  uint64_t L_starts = b.L & ~(b.L << 1) & ~((R | C | O_prefix) << 1);
   if constexpr (kFamily == Family::kO200k) L_starts |= b.upper & ((b.L & ~b.upper) << 1);
   uint64_t D_starts;
   if constexpr (kFamily == Family::kQwen2) {
@@ -268,6 +293,10 @@ uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_
     for (uint64_t g = D_starts; (g = (g << 3) & third) != 0;) D_starts |= g;
   }
   uint64_t starts = run_first | after_break | run_last_of_rest | O_starts | L_starts | D_starts;
+  if constexpr (kFamily == Family::kDeepSeekV3) {
+    const uint64_t unmatched = C & ~(b.L >> 1);
+    starts |= (C & (b.L >> 1)) | (unmatched & ~(unmatched << 1));
+  }
   if (k != nullptr) {
     if constexpr (kFamily == Family::kO200k) {
       const Contractions c = contractions(b.apos & (b.L << 1), *k);  // an apostrophe ending a letter run
@@ -288,26 +317,30 @@ uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_
 
 }  // namespace
 
-PieceBlocks::PieceBlocks(SplitPattern pattern, bool single_digits, std::string_view text, Mode mode)
-    : s_(reinterpret_cast<const uint8_t*>(text.data())),
-      n_(text.size()),
-      pattern_(pattern),
-      single_digits_(single_digits && pattern == SplitPattern::kLlama3),
-      mode_(mode) {
+PieceBlocks::PieceBlocks(Pattern pattern, std::string_view text, Mode mode)
+    : s_(reinterpret_cast<const uint8_t*>(text.data())), n_(text.size()), pattern_(pattern), mode_(mode) {
   switch (pattern) {
-    case SplitPattern::kR50k: rules_ = Rules::kR50k; break;
-    case SplitPattern::kCl100k: rules_ = Rules::kCl100k; break;
-    case SplitPattern::kO200k: rules_ = Rules::kO200k; break;
-    case SplitPattern::kLlama3: rules_ = single_digits_ ? Rules::kQwen2 : Rules::kCl100k; break;
-    default: rules_ = Rules::kNone; break;
+    case Pattern::kR50k: rules_ = Rules::kR50k; break;
+    case Pattern::kCl100k:
+    case Pattern::kLlama3: rules_ = Rules::kCl100k; break;
+    case Pattern::kQwen2: rules_ = Rules::kQwen2; break;
+    case Pattern::kO200k: rules_ = Rules::kO200k; break;
+    case Pattern::kDeepSeekV3: rules_ = Rules::kDeepSeekV3; break;
   }
   if (mode == Mode::kScalar) rules_ = Rules::kNone;
 }
 
 size_t PieceBlocks::scalar_end(size_t pos) const {
   const std::string_view text(reinterpret_cast<const char*>(s_), n_);
-  if (single_digits_) return piece_end_qwen2(text, pos);
-  return piece_end(pattern_, text, pos);
+  switch (pattern_) {
+    case Pattern::kR50k: return piece_end(SplitPattern::kR50k, text, pos);
+    case Pattern::kCl100k: return piece_end(SplitPattern::kCl100k, text, pos);
+    case Pattern::kLlama3: return piece_end(SplitPattern::kLlama3, text, pos);
+    case Pattern::kQwen2: return piece_end_qwen2(text, pos);
+    case Pattern::kO200k: return piece_end(SplitPattern::kO200k, text, pos);
+    case Pattern::kDeepSeekV3: return deepseek_piece_end(text, pos);
+  }
+  return n_;
 }
 
 // True when the 8 bytes at pos are ASCII. A block needs at least that many ASCII bytes to prove a
@@ -362,6 +395,7 @@ size_t PieceBlocks::scan_block() {
   b.L = c.letter & valid;
   b.upper = c.upper & valid;
   b.slash = c.slash & valid;
+  b.control = c.control & valid;
   b.D = c.digit & valid;
   b.SP = c.space & valid;
   b.NL = c.newline & valid;
@@ -371,8 +405,8 @@ size_t PieceBlocks::scan_block() {
 
   ContractionLetters letters;
   const ContractionLetters* k = nullptr;
-  if (b.apos != 0) {
-    const bool fold = rules_ != Rules::kR50k;
+  if (b.apos != 0 && rules_ != Rules::kDeepSeekV3) {
+    const bool fold = rules_ != Rules::kR50k;  // (DeepSeek-V3 has no contractions: k goes unread)
 #if defined(__SSE2__)
     if (mode_ == Mode::kAuto) fold ? contraction_letters_sse2<true>(p, letters) : contraction_letters_sse2<false>(p, letters);
     else fold ? contraction_letters_portable<true>(p, letters) : contraction_letters_portable<false>(p, letters);
@@ -394,6 +428,7 @@ size_t PieceBlocks::scan_block() {
     case Rules::kCl100k: starts = cl100k_like_starts<Family::kCl100k>(b, k, ws, cut); break;
     case Rules::kQwen2: starts = cl100k_like_starts<Family::kQwen2>(b, k, ws, cut); break;
     case Rules::kO200k: starts = cl100k_like_starts<Family::kO200k>(b, k, ws, cut); break;
+    case Rules::kDeepSeekV3: starts = cl100k_like_starts<Family::kDeepSeekV3>(b, k, ws, cut); break;
     default: return 0;
   }
   starts &= valid;

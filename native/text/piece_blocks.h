@@ -1,6 +1,6 @@
 // Pre-tokenization 64 bytes at a time: the piece boundaries of a block of ASCII text computed
-// with bit operations, for the split patterns of GPT-2 (r50k_base), cl100k_base, Llama 3 and
-// Qwen2.
+// with bit operations, for the split patterns of GPT-2 (r50k_base), cl100k_base, o200k_base,
+// Llama 3, Qwen2 and DeepSeek-V3.
 //
 //   text --PieceBlocks::next--> [start, end) of each pre-token, in order, covering the text
 //
@@ -33,17 +33,26 @@ namespace crayon {
 
 class PieceBlocks {
  public:
+  // The patterns with block rules. kQwen2 is Llama 3's with \p{N} in place of \p{N}{1,3};
+  // kDeepSeekV3 is DeepSeek-V3's three Isolated Splits streamed as one (text/deepseek_split.h).
+  enum class Pattern : uint8_t { kR50k, kCl100k, kLlama3, kQwen2, kO200k, kDeepSeekV3 };
+
   // How blocks are classified: kAuto is the build's fastest (SSE2 on x86-64); kPortable the table
   // every platform has (tests compare the two); kScalar no blocks at all, the scanners alone.
   enum class Mode : uint8_t { kAuto, kPortable, kScalar };
 
-  // `single_digits`: Qwen2's pattern, Llama 3's with \p{N} in place of \p{N}{1,3} (pattern must
-  // be kLlama3). kNone has no block rules (the whole text is one piece).
-  PieceBlocks(SplitPattern pattern, bool single_digits, std::string_view text, Mode mode = Mode::kAuto);
+  PieceBlocks(Pattern pattern, std::string_view text, Mode mode = Mode::kAuto);
 
-  // True when a block scanner exists for this pattern.
-  static bool has_block_rules(SplitPattern pattern) {
-    return pattern != SplitPattern::kNone;
+  // The block pattern of a tiktoken split pattern, or false for kNone (the whole text is one piece).
+  static bool pattern_of(SplitPattern split, Pattern& out) {
+    switch (split) {
+      case SplitPattern::kR50k: out = Pattern::kR50k; return true;
+      case SplitPattern::kCl100k: out = Pattern::kCl100k; return true;
+      case SplitPattern::kO200k: out = Pattern::kO200k; return true;
+      case SplitPattern::kLlama3: out = Pattern::kLlama3; return true;
+      case SplitPattern::kNone: break;
+    }
+    return false;
   }
 
   // The next piece, or false at the end of the text.
@@ -56,7 +65,7 @@ class PieceBlocks {
   }
 
  private:
-  enum class Rules : uint8_t { kNone, kR50k, kCl100k, kQwen2, kO200k };
+  enum class Rules : uint8_t { kNone, kR50k, kCl100k, kQwen2, kO200k, kDeepSeekV3 };
 
   bool refill();
   size_t scan_block();  // ends of the pieces from pos_ into ends_; 0 when none could be proven
@@ -68,8 +77,7 @@ class PieceBlocks {
   size_t n_;
   size_t pos_ = 0;   // where the next refill starts (a piece boundary)
   size_t last_ = 0;  // start of the next piece handed out
-  SplitPattern pattern_;
-  bool single_digits_;
+  Pattern pattern_;
   Rules rules_;
   Mode mode_;
   uint32_t count_ = 0, taken_ = 0;
