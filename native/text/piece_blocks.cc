@@ -1,4 +1,5 @@
-// Block rules for the GPT-2, cl100k_base / Llama 3 and Qwen2 split patterns (see piece_blocks.h).
+// Block rules for the GPT-2, cl100k_base / Llama 3, Qwen2, o200k_base and DeepSeek-V3 split
+// patterns (see piece_blocks.h).
 //
 // A block is up to 64 bytes from a known piece boundary p; bit j of every mask below stands for
 // byte p + j, and the masks hold only the block's ASCII prefix (the "valid" bytes). Shifting a
@@ -150,6 +151,21 @@ void contraction_letters_sse2(const uint8_t* p, ContractionLetters& k) {
   }
 }
 #endif
+
+// The classifiers `mode` names: SSE2 where the build has it, else the table.
+void classify(PieceBlocks::Mode mode, const uint8_t* p, Classes& c) {
+#if defined(__SSE2__)
+  if (mode == PieceBlocks::Mode::kAuto) return classify_sse2(p, c);
+#endif
+  classify_portable(p, c);
+}
+
+void contraction_letters(PieceBlocks::Mode mode, bool fold, const uint8_t* p, ContractionLetters& k) {
+#if defined(__SSE2__)
+  if (mode == PieceBlocks::Mode::kAuto) return fold ? contraction_letters_sse2<true>(p, k) : contraction_letters_sse2<false>(p, k);
+#endif
+  fold ? contraction_letters_portable<true>(p, k) : contraction_letters_portable<false>(p, k);
+}
 
 // --- rules ---------------------------------------------------------------------------------------
 
@@ -379,12 +395,7 @@ size_t PieceBlocks::scan_block() {
     p = padded;
   }
   Classes c;
-#if defined(__SSE2__)
-  if (mode_ == Mode::kAuto) classify_sse2(p, c);
-  else classify_portable(p, c);
-#else
-  classify_portable(p, c);
-#endif
+  classify(mode_, p, c);
   // The valid bytes: the ASCII prefix of what the text has left.
   const int ascii = c.nonascii ? __builtin_ctzll(c.nonascii) : 64;
   const int len = static_cast<int>(avail < static_cast<size_t>(ascii) ? avail : ascii);
@@ -405,14 +416,8 @@ size_t PieceBlocks::scan_block() {
 
   ContractionLetters letters;
   const ContractionLetters* k = nullptr;
-  if (b.apos != 0 && rules_ != Rules::kDeepSeekV3) {
-    const bool fold = rules_ != Rules::kR50k;  // (DeepSeek-V3 has no contractions: k goes unread)
-#if defined(__SSE2__)
-    if (mode_ == Mode::kAuto) fold ? contraction_letters_sse2<true>(p, letters) : contraction_letters_sse2<false>(p, letters);
-    else fold ? contraction_letters_portable<true>(p, letters) : contraction_letters_portable<false>(p, letters);
-#else
-    fold ? contraction_letters_portable<true>(p, letters) : contraction_letters_portable<false>(p, letters);
-#endif
+  if (b.apos != 0 && rules_ != Rules::kDeepSeekV3) {  // (DeepSeek-V3 has no contractions)
+    contraction_letters(mode_, /*fold=*/rules_ != Rules::kR50k, p, letters);
     letters.sdmt &= valid;
     letters.l &= valid;
     letters.v &= valid;
