@@ -4,6 +4,7 @@
 
 #include "text/bert.h"
 #include "text/normalize.h"
+#include "text/piece_blocks.h"
 #include "text/precompiled.h"
 #include "text/regex.h"
 #include "text/split.h"
@@ -124,7 +125,15 @@ class RegexSplitter final : public PieceSplitter {
     scanner_isolated_ = behavior_ == SplitBehavior::kIsolated && !invert_ && re_->tiles();
   }
   bool streams() const override { return scanner_isolated_; }
-  const Regex* regex() const override { return scanner_isolated_ ? re_.get() : nullptr; }
+  bool block_pattern(PieceBlocks::Pattern& out) const override {
+    if (!scanner_isolated_) return false;
+    switch (re_->scanner()) {
+      case Regex::Scanner::kGpt2: out = PieceBlocks::Pattern::kR50k; return true;
+      case Regex::Scanner::kLlama3: out = PieceBlocks::Pattern::kLlama3; return true;
+      case Regex::Scanner::kQwen2: out = PieceBlocks::Pattern::kQwen2; return true;
+      default: return false;
+    }
+  }
   Regex::Scanner isolated_scanner() const override {
     return behavior_ == SplitBehavior::kIsolated && !invert_ ? re_->scanner() : Regex::Scanner::kNone;
   }
@@ -134,17 +143,16 @@ class RegexSplitter final : public PieceSplitter {
   }
 
   void split(std::string_view text, ByteRanges& pieces) const override {
-    if (scanner_isolated_) {
+    PieceBlocks::Pattern blocks;
+    if (block_pattern(blocks)) {
       // A hand-written scanner matches a non-empty piece at every position, so "isolated" pieces
-      // are exactly its matches, one after another.
-      const size_t first = pieces.size();
-      size_t pos = 0, start = 0, end = 0;
-      while (pos < text.size() && re_->search(text, pos, start, end) && end > pos) {
+      // are exactly its matches, one after another (found 64 bytes at a time); any other pattern
+      // goes through the general path below.
+      PieceBlocks scan(blocks, text);
+      for (size_t start = 0, end = 0; scan.next(start, end);) {
         pieces.emplace_back(static_cast<uint32_t>(start), static_cast<uint32_t>(end));
-        pos = end;
       }
-      if (pos >= text.size()) return;
-      pieces.resize(first);  // not the shape assumed above: take the general path
+      return;
     }
     thread_local std::vector<MatchSpan> spans;
     spans.clear();

@@ -408,11 +408,14 @@ class DeepSeekSequenceSplitter final : public PieceSplitter {
  public:
   bool streams() const override { return true; }
   size_t piece_end(std::string_view text, size_t pos) const override { return deepseek_piece_end(text, pos); }
+  bool block_pattern(PieceBlocks::Pattern& out) const override {
+    out = PieceBlocks::Pattern::kDeepSeekV3;
+    return true;
+  }
   void split(std::string_view text, ByteRanges& pieces) const override {
-    for (size_t pos = 0; pos < text.size();) {
-      const size_t end = deepseek_piece_end(text, pos);
-      pieces.emplace_back(static_cast<uint32_t>(pos), static_cast<uint32_t>(end));
-      pos = end;
+    PieceBlocks scan(PieceBlocks::Pattern::kDeepSeekV3, text);
+    for (size_t start = 0, end = 0; scan.next(start, end);) {
+      pieces.emplace_back(static_cast<uint32_t>(start), static_cast<uint32_t>(end));
     }
   }
 };
@@ -562,9 +565,8 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
     } else if (is_deepseek_sequence(steps)) {
       sequence_stream_ = std::make_shared<DeepSeekSequenceSplitter>();
       streaming_ = sequence_stream_.get();
-      deepseek_stream_ = true;
     }
-    if (streaming_ != nullptr && streaming_->regex() != nullptr) streaming_scanner_ = streaming_->regex()->scanner();
+    streaming_blocks_ = streaming_ != nullptr && streaming_->block_pattern(streaming_pattern_);
   }
   if (c.find(kVSTI) != nullptr) {
     // {u32 n, u32 blob_size, u32 offsets[n + 1], u8 present[n], blob}: sizes checked here, each
@@ -866,18 +868,12 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
     });
   };
   // GPT-2's, Llama 3's, Qwen2's and DeepSeek-V3's patterns: pieces found 64 bytes at a time.
-  auto blocks = [&](PieceBlocks::Pattern pattern) {
-    PieceBlocks scan(pattern, text);
+  if (streaming_blocks_) {
+    PieceBlocks scan(streaming_pattern_, text);
     encode_pieces_fast<kOffsets>(text, base, out, word, [&](size_t& start, size_t& end) { return scan.next(start, end); });
-  };
-  using S = Regex::Scanner;
-  if (deepseek_stream_) return blocks(PieceBlocks::Pattern::kDeepSeekV3);
-  switch (streaming_scanner_) {
-    case S::kGpt2: return blocks(PieceBlocks::Pattern::kR50k);
-    case S::kLlama3: return blocks(PieceBlocks::Pattern::kLlama3);
-    case S::kQwen2: return blocks(PieceBlocks::Pattern::kQwen2);
-    default: return stream([&](size_t at) { return streaming_->piece_end(text, at); });
+    return;
   }
+  stream([&](size_t at) { return streaming_->piece_end(text, at); });
 }
 
 void HfEngine::encode_streaming(std::string_view text, uint32_t base, RawEncoding& out, uint32_t& word) const {

@@ -39,6 +39,7 @@
 #include "core/cartridge.h"
 #include "models/hf_bpe.h"
 #include "engines/tiktoken_engine.h"
+#include "text/piece_blocks.h"
 
 namespace crayon {
 
@@ -76,8 +77,9 @@ class PieceSplitter {
   // time: then streams() is true and piece_end(text, pos) is the end of the piece at pos.
   virtual bool streams() const { return false; }
   virtual size_t piece_end(std::string_view text, size_t pos) const { return text.size(); }
-  // The regex behind a streaming splitter, when there is one (its scanner can be called directly).
-  virtual const Regex* regex() const { return nullptr; }
+  // A streaming splitter whose pieces the block pre-tokenizer finds (text/piece_blocks.h): sets
+  // `out` and returns true; HfEngine's streaming path then takes its pieces 64 bytes at a time.
+  virtual bool block_pattern(PieceBlocks::Pattern& out) const { return false; }
   // The hand-written scanner of an Isolated, not inverted Split by a regex (kNone otherwise):
   // HfEngine recognises sequences of such Splits that stream together (DeepSeek-V3's).
   virtual Regex::Scanner isolated_scanner() const { return Regex::Scanner::kNone; }
@@ -307,8 +309,8 @@ class HfEngine {
   // step): then text splits without a normalizer change stream straight into the model.
   const PieceSplitter* streaming_ = nullptr;
   std::shared_ptr<const PieceSplitter> sequence_stream_;  // owns streaming_ for a sequence of Splits
-  bool deepseek_stream_ = false;  // streaming_ is DeepSeek-V3's three Splits as one scanner
-  Regex::Scanner streaming_scanner_ = Regex::Scanner::kNone;  // its hand-written scanner, when it has one
+  bool streaming_blocks_ = false;  // streaming_->block_pattern(streaming_pattern_) holds
+  PieceBlocks::Pattern streaming_pattern_ = PieceBlocks::Pattern::kR50k;
   std::shared_ptr<const TiktokenEngine> fast_;  // set when the merge list is tiktoken-equivalent
   const uint32_t* decode_offsets_ = nullptr;  // n_ids + 1 entries into decode_bytes_
   const uint8_t* decode_bytes_ = nullptr;
