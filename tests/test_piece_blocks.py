@@ -1,7 +1,9 @@
 """The block pre-tokenizer (native/text/piece_blocks.cc) against the scalar scanners.
 
 `split_pieces(pattern, text, mode)`: "auto" is what the engines run (64-byte blocks classified with
-SSE2 on x86-64), "portable" the same rules over the table classifier every platform has, "scalar"
+AVX-512BW where the CPU has it, else SSE2 on x86-64), "avx512" and "sse2" name one of those
+classifiers (every one the machine has is checked), "portable" the same rules over the table
+classifier every platform has, "scalar"
 the per-piece scanners alone, which tests/test_pretokenize.py holds to tiktoken's own regex (its
 tests call the default, "auto", so they hold the blocks to tiktoken as well). A block commits only
 the boundaries its 64 bytes prove, so the cases here put each structure it must stop short of
@@ -11,16 +13,17 @@ punctuation), digit runs, punctuation runs and their line breaks, non-ASCII byte
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crayon_hf._crayon import split_pieces
+from crayon_hf._crayon import block_modes, split_pieces
 from support import corpus_files, corpus_text
 
 PATTERNS = ("r50k", "cl100k", "llama3", "qwen2", "o200k", "deepseek_v3")
-MODES = ("auto", "portable")
+MODES = tuple(m for m in block_modes() if m != "scalar")  # every classifier this machine runs
 
 
 def check(pattern: str, texts: list[str]) -> None:
@@ -123,3 +126,22 @@ def test_long_runs_cover():
 def test_mode_is_checked():
     with pytest.raises(ValueError, match="mode must be"):
         split_pieces("cl100k", "abc", "simd")
+
+
+def test_block_modes():
+    """block_modes() lists what split_pieces runs as itself: the portable table and the scalar
+    scanners everywhere, SSE2 on x86-64, AVX-512 where the CPU has it; a mode the machine lacks
+    is refused by name rather than quietly run as another."""
+    import platform
+
+    modes = block_modes()
+    assert {"auto", "portable", "scalar"} <= set(modes)
+    assert set(modes) <= {"auto", "avx512", "sse2", "portable", "scalar"}
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        assert "sse2" in modes
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if platform.machine().lower() in ("x86_64", "amd64") and " avx512bw" in flags:
+        assert "avx512" in modes
+    for missing in {"avx512", "sse2"} - set(modes):
+        with pytest.raises(ValueError, match="not available"):
+            split_pieces("cl100k", "abc", missing)

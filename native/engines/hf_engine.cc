@@ -868,6 +868,27 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
     });
   };
   // GPT-2's, Llama 3's, Qwen2's and DeepSeek-V3's patterns: pieces found 64 bytes at a time.
+  // Ids only, where the model sends every piece to the fast engine (no ignore_merges lookup, no
+  // byte without a token): the fast engine's own loop over the blocks appends ranks, which
+  // become ids in place, as in encode_pieces_fast.
+  if constexpr (!kOffsets) {
+    const HfBpeModel& model = *bpe_;
+    if (streaming_blocks_ && !model.lookup_before_fast() && !model.fast_needs_check()) {
+      std::vector<uint32_t>& ids = out.ids;
+      const size_t first = ids.size();
+      word += static_cast<uint32_t>(model.fast_engine()->encode_blocks(streaming_pattern_, text, ids, out.limit));
+      const uint32_t n_ranks = model.n_ranks();
+      for (size_t i = first; i < ids.size(); ++i) {
+        const uint32_t r = ids[i];
+        if (r >= n_ranks) {
+          throw CartridgeError("invalid cartridge: its fast path gave rank " + std::to_string(r) + " of " +
+                               std::to_string(n_ranks) + " (rebuild the cartridge)");
+        }
+        ids[i] = model.id_of_rank(r);
+      }
+      return;
+    }
+  }
   if (streaming_blocks_) {
     PieceBlocks scan(streaming_pattern_, text);
     encode_pieces_fast<kOffsets>(text, base, out, word, [&](size_t& start, size_t& end) { return scan.next(start, end); });

@@ -442,16 +442,9 @@ void TiktokenEngine::for_each_segment(std::string_view text, const std::vector<u
   }
 }
 
-void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
-                                    bool cached) const {
-  if (!cached) {
-    for_each_piece(seg, [&](const uint8_t* p, size_t n) {
-      const size_t before = out.size();
-      encode_piece_uncached(p, n, out);
-      if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
-    });
-    return;
-  }
+template <class ForEachPiece>
+void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
+                                   ForEachPiece&& for_each) const {
   ShortPieceCache& hot = ShortPieceCache::local();
   const uint16_t tag = hot.tag_of(owner_);
   // Pieces that start before keyable_end have ShortPieceCache::kMaxLen readable bytes in seg.
@@ -469,16 +462,28 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
   };
   Pending queue[kAhead];
   size_t queued = 0;
+  // The ids of a run of hits gather here and join `out` in one insert: no capacity check, count
+  // branch or field-by-field compare per piece (ShortPieceCache::copy_hit).
+  uint32_t hits[kAhead * ShortPieceCache::kMaxIds];
   auto drain = [&] {
-    for (size_t i = 0; i < queued; ++i) {
-      const Pending& q = queue[i];
+    size_t i = 0;
+    while (i < queued) {
+      uint32_t* w = hits;
+      size_t got = 0;
+      for (; i < queued && queue[i].keyed && (got = hot.copy_hit(tag, queue[i].key, w)) != 0; ++i) w += got;
+      if (w != hits) {
+        out.insert(out.end(), hits, w);
+        if (last_piece_len != nullptr) *last_piece_len = got;
+      }
+      if (i == queued) break;
+      const Pending& q = queue[i++];
       const size_t before = out.size();
       q.keyed ? encode_piece_keyed(hot, tag, q.key, q.p, q.n, out) : encode_piece(q.p, q.n, out);
       if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
     }
     queued = 0;
   };
-  for_each_piece(seg, [&](const uint8_t* p, size_t n) {
+  for_each([&](const uint8_t* p, size_t n) {
     Pending& q = queue[queued++];
     q.p = p;
     q.n = n;
@@ -490,6 +495,32 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
     if (queued == kAhead) drain();
   });
   drain();
+}
+
+void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
+                                    bool cached) const {
+  if (!cached) {
+    for_each_piece(seg, [&](const uint8_t* p, size_t n) {
+      const size_t before = out.size();
+      encode_piece_uncached(p, n, out);
+      if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+    });
+    return;
+  }
+  encode_cached(seg, out, last_piece_len, [&](auto&& f) { for_each_piece(seg, f); });
+}
+
+size_t TiktokenEngine::encode_blocks(PieceBlocks::Pattern pattern, std::string_view text, std::vector<uint32_t>& out,
+                                     size_t limit) const {
+  size_t pieces = 0;
+  encode_cached(text, out, nullptr, [&](auto&& f) {
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(text.data());
+    PieceBlocks blocks(pattern, text);
+    // out lags the pieces handed over by the queue (at most kAhead of them), so a limit stops
+    // the text a little past it: still between pieces, as the limit allows.
+    for (size_t start = 0, end = 0; out.size() < limit && blocks.next(start, end); ++pieces) f(s + start, end - start);
+  });
+  return pieces;
 }
 
 void TiktokenEngine::encode_ordinary(std::string_view text, std::vector<uint32_t>& out, bool cached) const {

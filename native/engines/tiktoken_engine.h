@@ -24,6 +24,7 @@
 #include "models/bpe_backtrack.h"
 #include "models/short_piece_cache.h"
 #include "core/cartridge.h"
+#include "text/piece_blocks.h"
 #include "text/pretokenize.h"
 #include "text/regex.h"
 #include "engines/batch_stages.h"
@@ -140,6 +141,12 @@ class TiktokenEngine {
   // BPE merge loop without the whole-piece shortcut (tiktoken's byte_pair_encode).
   void byte_pair_encode(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
 
+  // The ranks of text's pieces under a block pattern, through the thread's caches, appended to
+  // out (the tokenizer.json face's byte-level path, ids only, whose pattern is not this engine's
+  // own). Stops between pieces soon after out holds `limit` ids. Returns the number of pieces.
+  size_t encode_blocks(PieceBlocks::Pattern pattern, std::string_view text, std::vector<uint32_t>& out,
+                       size_t limit = static_cast<size_t>(-1)) const;
+
   // Appends the bytes of `ids` to out; on an unknown id returns false and sets *bad.
   bool decode(const uint32_t* ids, size_t n, std::string& out, uint32_t* bad) const;
 
@@ -159,6 +166,11 @@ class TiktokenEngine {
   // BPE of a piece that is not a single token.
   void encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
+  // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache kAhead at a
+  // time (encode_segment's and encode_blocks' loop).
+  template <class ForEachPiece>
+  void encode_cached(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
+                     ForEachPiece&& for_each) const;
   // Calls f(bytes, n) for every piece of a segment (no special tokens inside).
   template <class F>
   void for_each_piece(std::string_view seg, F&& f) const;

@@ -139,6 +139,16 @@ class ShortPieceCache {
     return true;
   }
 
+  // Copies kMaxIds ids of `k`'s slot to w (whatever the slot holds) and returns how many of them
+  // are `k`'s, 0 when the slot is not `k`'s: one predictable branch for the caller instead of
+  // one per field and per count.
+  size_t copy_hit(uint16_t tag, const Key& k, uint32_t* w) const {
+    const Slot& s = slots_[k.index];
+    std::memcpy(w, s.ids, sizeof(s.ids));
+    const bool hit = (s.a == k.a) & (s.b == k.b) & (s.tag == tag) & (s.len == k.len);
+    return hit ? s.n : 0;
+  }
+
   // Remembers ids[0, n) for `k` (ignored when n is 0 or more than kMaxIds).
   void put(uint16_t tag, const Key& k, const uint32_t* ids, size_t n) {
     if (n == 0 || n > kMaxIds) return;

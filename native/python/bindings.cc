@@ -1125,6 +1125,21 @@ void bind_hf(py::module_& m) {
       "count() of every text, in parallel (int64 array).");
 }
 
+// split_pieces' modes by name; one the CPU lacks is refused rather than quietly run as another.
+constexpr std::pair<const char*, PieceBlocks::Mode> kBlockModes[] = {
+    {"auto", PieceBlocks::Mode::kAuto},         {"avx512", PieceBlocks::Mode::kAvx512},
+    {"sse2", PieceBlocks::Mode::kSse2},         {"portable", PieceBlocks::Mode::kPortable},
+    {"scalar", PieceBlocks::Mode::kScalar}};
+
+PieceBlocks::Mode block_mode(const std::string& name) {
+  for (const auto& [n, mode] : kBlockModes) {
+    if (name != n) continue;
+    if (!PieceBlocks::available(mode)) throw py::value_error("mode '" + name + "' is not available on this CPU or build (see block_modes())");
+    return mode;
+  }
+  throw py::value_error("mode must be 'auto', 'avx512', 'sse2', 'portable' or 'scalar', not '" + name + "'");
+}
+
 }  // namespace
 
 void bind_trainer(py::module_& m);  // bindings_train.cc
@@ -1365,11 +1380,7 @@ PYBIND11_MODULE(_crayon, m) {
     if (pattern == "qwen2") bp = PieceBlocks::Pattern::kQwen2;
     else if (pattern == "deepseek_v3") bp = PieceBlocks::Pattern::kDeepSeekV3;
     else if (!whole) PieceBlocks::pattern_of(pattern_from_name(pattern), bp);
-    PieceBlocks::Mode m;
-    if (mode == "auto") m = PieceBlocks::Mode::kAuto;
-    else if (mode == "portable") m = PieceBlocks::Mode::kPortable;
-    else if (mode == "scalar") m = PieceBlocks::Mode::kScalar;
-    else throw py::value_error("mode must be 'auto', 'portable' or 'scalar', not '" + mode + "'");
+    const PieceBlocks::Mode m = block_mode(mode);
     std::string_view t = utf8_view(text);
     std::vector<std::pair<uint32_t, uint32_t>> out;
     {
@@ -1386,8 +1397,17 @@ PYBIND11_MODULE(_crayon, m) {
     return out;
   }, py::arg("pattern"), py::arg("text"), py::arg("mode") = "auto",
      "Pre-token byte ranges of text under a native split pattern. mode: 'auto' (block scanner where the "
-     "pattern has one, as the engines run it), 'portable' (the same with the table classifier) or "
-     "'scalar' (the per-piece scanners alone).");
+     "pattern has one, as the engines run it), 'avx512' or 'sse2' (the same with that classifier, where "
+     "block_modes() lists it), 'portable' (the same with the table classifier) or 'scalar' (the per-piece "
+     "scanners alone).");
+
+  m.def("block_modes", [] {
+    std::vector<std::string> modes;
+    for (const auto& [name, mode] : kBlockModes) {
+      if (PieceBlocks::available(mode)) modes.emplace_back(name);
+    }
+    return modes;
+  }, "The split_pieces modes this CPU and build run as themselves ('auto', 'portable' and 'scalar' always).");
 
   m.def("tiktoken_regex_refusal", [](const py::str& pat_str) {
     return tiktoken_regex_refusal(utf8_view(pat_str));

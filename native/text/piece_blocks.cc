@@ -22,6 +22,10 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CRAYON_BLOCKS_AVX512 1
+#include <immintrin.h>
+#endif
 
 namespace crayon {
 namespace {
@@ -159,18 +163,60 @@ void contraction_letters_sse2(const uint8_t* p, ContractionLetters& k) {
 }
 #endif
 
-// The classifiers `mode` names: SSE2 where the build has it, else the table.
+// AVX-512BW: the whole block in one register and every class a mask, no movemask per 16 bytes.
+// Compiled for that target alone and called only where the CPU (and OS) has it (cpu_has_avx512bw),
+// so the module still runs on baseline x86-64. AVX2 was measured too: no faster than SSE2 here
+// (two halves and their movemasks), so it is not built.
+#if defined(CRAYON_BLOCKS_AVX512)
+#define CRAYON_TARGET_AVX512 __attribute__((target("avx512bw")))
+CRAYON_TARGET_AVX512 inline __m512i splat64(char c) { return _mm512_set1_epi8(c); }
+// Bytes in [lo, hi], compared unsigned: bytes >= 0x80 never fall in a range below 0x80.
+CRAYON_TARGET_AVX512 inline uint64_t in_range64(__m512i v, char lo, char hi) {
+  return _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, splat64(lo)), splat64(static_cast<char>(hi - lo)));
+}
+CRAYON_TARGET_AVX512 inline uint64_t eq64(__m512i v, char c) { return _mm512_cmpeq_epi8_mask(v, splat64(c)); }
+
+template <bool kExtra>
+CRAYON_TARGET_AVX512 void classify_avx512(const uint8_t* p, Classes& c) {
+  const __m512i v = _mm512_loadu_si512(p);
+  const uint64_t nl = eq64(v, '\n') | eq64(v, '\r');
+  const uint64_t ws_range = in_range64(v, 9, 13);
+  c.nonascii = _mm512_movepi8_mask(v);
+  c.letter = in_range64(_mm512_or_si512(v, splat64(0x20)), 'a', 'z');
+  c.digit = in_range64(v, '0', '9');
+  c.space = eq64(v, ' ');
+  c.newline = nl;
+  c.other_ws = ws_range & ~nl;
+  c.apos = eq64(v, '\'');
+  if constexpr (kExtra) {
+    c.upper = in_range64(v, 'A', 'Z');
+    c.slash = eq64(v, '/');
+    c.control = (_mm512_cmplt_epu8_mask(v, splat64(0x20)) & ~ws_range) | eq64(v, 0x7F);
+  }
+}
+
+bool cpu_has_avx512bw() {
+  static const bool has = __builtin_cpu_supports("avx512bw");
+  return has;
+}
+#endif
+
+// The classifier of a resolved mode (kAvx512, kSse2 or kPortable; see PieceBlocks::resolve).
 template <bool kExtra>
 void classify(PieceBlocks::Mode mode, const uint8_t* p, Classes& c) {
+#if defined(CRAYON_BLOCKS_AVX512)
+  if (mode == PieceBlocks::Mode::kAvx512) return classify_avx512<kExtra>(p, c);
+#endif
 #if defined(__SSE2__)
-  if (mode == PieceBlocks::Mode::kAuto) return classify_sse2<kExtra>(p, c);
+  if (mode == PieceBlocks::Mode::kSse2) return classify_sse2<kExtra>(p, c);
 #endif
   classify_portable<kExtra>(p, c);
 }
 
+// Contraction letters are needed only by blocks with an apostrophe: SSE2 serves the AVX-512 mode too.
 void contraction_letters(PieceBlocks::Mode mode, bool fold, const uint8_t* p, ContractionLetters& k) {
 #if defined(__SSE2__)
-  if (mode == PieceBlocks::Mode::kAuto) return fold ? contraction_letters_sse2<true>(p, k) : contraction_letters_sse2<false>(p, k);
+  if (mode != PieceBlocks::Mode::kPortable) return fold ? contraction_letters_sse2<true>(p, k) : contraction_letters_sse2<false>(p, k);
 #endif
   fold ? contraction_letters_portable<true>(p, k) : contraction_letters_portable<false>(p, k);
 }
@@ -342,7 +388,7 @@ uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_
 }  // namespace
 
 PieceBlocks::PieceBlocks(Pattern pattern, std::string_view text, Mode mode)
-    : s_(reinterpret_cast<const uint8_t*>(text.data())), n_(text.size()), pattern_(pattern), mode_(mode) {
+    : s_(reinterpret_cast<const uint8_t*>(text.data())), n_(text.size()), pattern_(pattern), mode_(resolve(mode)) {
   switch (pattern) {
     case Pattern::kR50k: rules_ = Rules::kR50k; break;
     case Pattern::kCl100k:
@@ -352,6 +398,34 @@ PieceBlocks::PieceBlocks(Pattern pattern, std::string_view text, Mode mode)
     case Pattern::kDeepSeekV3: rules_ = Rules::kDeepSeekV3; break;
   }
   if (mode == Mode::kScalar) rules_ = Rules::kNone;
+}
+
+bool PieceBlocks::available(Mode mode) {
+  switch (mode) {
+    case Mode::kAvx512:
+#if defined(CRAYON_BLOCKS_AVX512)
+      return cpu_has_avx512bw();
+#else
+      return false;
+#endif
+    case Mode::kSse2:
+#if defined(__SSE2__)
+      return true;
+#else
+      return false;
+#endif
+    case Mode::kAuto:
+    case Mode::kPortable:
+    case Mode::kScalar: return true;
+  }
+  return false;
+}
+
+PieceBlocks::Mode PieceBlocks::resolve(Mode mode) {
+  if (mode == Mode::kAuto || !available(mode)) {
+    return available(Mode::kAvx512) ? Mode::kAvx512 : available(Mode::kSse2) ? Mode::kSse2 : Mode::kPortable;
+  }
+  return mode;
 }
 
 size_t PieceBlocks::scalar_end(size_t pos) const {

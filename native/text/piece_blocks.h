@@ -6,8 +6,8 @@
 //
 // Why: the hand-written scanners of pretokenize.cc spend ~9-10 ns per English piece, and most of
 // it is the mispredicted branch on what kind of piece comes next (a word, a space run, a
-// punctuation run) and how long it is. Here a block of 64 bytes is classified at once (SSE2 on
-// x86-64, a table elsewhere), the rules of the pattern become masks of "a piece starts here"
+// punctuation run) and how long it is. Here a block of 64 bytes is classified at once (AVX-512BW
+// where the CPU has it, else SSE2 on x86-64, a table elsewhere), the rules of the pattern become masks of "a piece starts here"
 // (piece_blocks.cc derives each from the pattern), and the pieces come out of a loop over the set
 // bits, whose only unpredictable branch is its exit.
 //
@@ -37,9 +37,15 @@ class PieceBlocks {
   // kDeepSeekV3 is DeepSeek-V3's three Isolated Splits streamed as one (text/deepseek_split.h).
   enum class Pattern : uint8_t { kR50k, kCl100k, kLlama3, kQwen2, kO200k, kDeepSeekV3 };
 
-  // How blocks are classified: kAuto is the build's fastest (SSE2 on x86-64); kPortable the table
-  // every platform has (tests compare the two); kScalar no blocks at all, the scanners alone.
-  enum class Mode : uint8_t { kAuto, kPortable, kScalar };
+  // How blocks are classified: kAuto is the fastest this CPU has (AVX-512BW where the CPU and OS
+  // have it, else SSE2 on x86-64, else the table); kAvx512, kSse2 and kPortable (the table every
+  // platform has) name one, for tests and benchmarks (one the CPU lacks runs as kAuto; see
+  // available()); kScalar no blocks at all, the scanners alone. Every classifier yields the same
+  // masks, so the pieces never depend on the mode.
+  enum class Mode : uint8_t { kAuto, kAvx512, kSse2, kPortable, kScalar };
+
+  // Whether `mode` runs as itself on this CPU and build (kAuto, kPortable, kScalar always do).
+  static bool available(Mode mode);
 
   PieceBlocks(Pattern pattern, std::string_view text, Mode mode = Mode::kAuto);
 
@@ -67,6 +73,7 @@ class PieceBlocks {
  private:
   enum class Rules : uint8_t { kNone, kR50k, kCl100k, kQwen2, kO200k, kDeepSeekV3 };
 
+  static Mode resolve(Mode mode);  // kAuto, or a mode this CPU lacks, made the fastest available
   bool refill();
   size_t scan_block();  // ends of the pieces from pos_ into ends_; 0 when none could be proven
   size_t scalar_end(size_t pos) const;
