@@ -4,7 +4,8 @@
 // decode, and the batch stages the GPU runs (engines/piece_batch.h's host loop), on the input cut
 // into documents at each 0x00 byte, must give what the engine gives document by document (both
 // checked with abort()). The block pre-tokenizer (text/piece_blocks.h), in every classifier, must
-// give the scalar scanners' pieces for every pattern it has rules for.
+// give the scalar scanners' pieces for every pattern it has rules for, and cutting the input
+// where models/safe_cuts.h allows must not change its BPE.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +49,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string back;
     uint32_t bad = 0;
     if (!e->decode(ids.data(), ids.size(), back, &bad)) abort();
+  }
+  // Safe cuts (models/safe_cuts.h): BPE of the whole input, taken as one piece, equals the BPE of
+  // its parts between the cuts, for every vocabulary.
+  static const std::vector<std::unique_ptr<const SafeCuts>> cuts = [] {
+    std::vector<std::unique_ptr<const SafeCuts>> v;
+    for (const auto& e : tik) {
+      v.push_back(SafeCuts::build(e->bpe_tables(), e->token_kinds(), static_cast<uint8_t>(TokenKind::kMergeable), 0));
+    }
+    return v;
+  }();
+  if (size <= 512) {
+    for (size_t k = 0; k < tik.size(); ++k) {
+      if (cuts[k] == nullptr) abort();  // the seed vocabularies are consistent
+      std::vector<uint32_t> whole, parts;
+      tik[k]->byte_pair_encode(data, size, whole);
+      cuts[k]->for_each_part(data, size, [&](size_t a, size_t b) { tik[k]->byte_pair_encode(data + a, b - a, parts); });
+      if (whole != parts) abort();
+    }
   }
   std::vector<std::string_view> docs;
   for (size_t start = 0;;) {

@@ -15,8 +15,14 @@ namespace crayon::fuzz_seeds {
 // Multi-byte tokens of the synthetic vocabulary, each the concatenation of two earlier tokens
 // (so BPE can build it).
 inline const std::vector<std::string>& merged_tokens() {
+  // The CJK ones give safe_cuts something to decide: 中 and 文, the word 中文, and tokens that
+  // end or start inside a character. "\xAD\xE5" (the end of 中, the start of 国) ranks below 中
+  // itself, so BPE of 中国 crosses the boundary although no token holds both characters.
   static const std::vector<std::string> v = {"he", "ll", "hell", "hello", " w", " wo", "or", "ld",
-                                             " world", "\xC3\xA9", "12", "123", "  ", "\n\n"};
+                                             " world", "\xC3\xA9", "12", "123", "  ", "\n\n",
+                                             "\xE4\xB8", "\xAD\xE5", "\xE4\xB8\xAD", "\xE6\x96", "\xE6\x96\x87",
+                                             "\xE4\xB8\xAD\xE6\x96\x87", "\xAD\xE6", "\xE4\xB8\xAD\xE6",
+                                             " \xE4\xB8"};
   return v;
 }
 

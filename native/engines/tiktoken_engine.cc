@@ -394,7 +394,49 @@ void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::
 }
 
 void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  // A run of CJK characters (lead bytes E3-E9: kana, CJK punctuation, the ideographs) is cut
+  // where no token crosses (models/safe_cuts.h): its parts are mostly one or two characters,
+  // whose ids repeat and are kept in the ShortPieceCache, where backtracking over the whole run
+  // checked a pair per candidate. Past the lengths encode_small takes, and only where such a
+  // character leads (after a leading space or mark, "，" for one): in Hangul, Thai, Indic, Latin or
+  // Cyrillic words tokens cross nearly every boundary, and the checks would only cost.
+  auto cjk = [](uint8_t b) { return b >= 0xE3 && b <= 0xE9; };
+  const size_t second = piece[0] < 0xC0 ? 1 : piece[0] < 0xE0 ? 2 : piece[0] < 0xF0 ? 3 : 4;  // (n > 8)
+  if (n > 8 && (cjk(piece[0]) || cjk(piece[second]))) {
+    if (const SafeCuts* cuts = safe_cuts()) {
+      ShortPieceCache& hot = ShortPieceCache::local();
+      const uint16_t tag = hot.tag_of(owner_);
+      cuts->for_each_part(piece, n, [&](size_t a, size_t b) {
+        if (b - a == n) return bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);  // no cut
+        encode_part(hot, tag, piece + a, b - a, out);
+      });
+      return;
+    }
+  }
   bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
+}
+
+void TiktokenEngine::encode_part(ShortPieceCache& hot, uint16_t tag, const uint8_t* part, size_t n,
+                                 std::vector<uint32_t>& out) const {
+  // A part is BPE'd as it is: a token is its own BPE only when merges reach it (the split
+  // tables say so), which tiktoken's whole-piece shortcut does not ask of a whole piece. Most
+  // parts are such a token, and their short walk stays in the trie's hot lines; the others
+  // (a character of two or three byte tokens, a pair of characters) go through the cache.
+  const int32_t whole = pieces_.split_left != nullptr ? piece::whole_token(pieces_, part, n) : -1;
+  if (whole >= 0 && pieces_.split_left[whole] != piece::kNoSplit) return out.push_back(static_cast<uint32_t>(whole));
+  if (n > ShortPieceCache::kMaxLen) return bpe_encode_multi(bpe_, pieces_, owner_, part, n, out);
+  uint8_t padded[ShortPieceCache::kMaxLen] = {};  // make_key reads 16 bytes
+  std::memcpy(padded, part, n);
+  const ShortPieceCache::Key key = ShortPieceCache::make_key(padded, n, tag, /*part=*/true);
+  if (hot.find(tag, key, out)) return;
+  const size_t before = out.size();
+  bpe_encode_multi(bpe_, pieces_, owner_, part, n, out);
+  hot.put(tag, key, out.data() + before, out.size() - before);
+}
+
+const SafeCuts* TiktokenEngine::safe_cuts() const {
+  std::call_once(cuts_once_, [&] { cuts_ = SafeCuts::build(bpe_, kinds_, static_cast<uint8_t>(TokenKind::kMergeable)); });
+  return cuts_.get();
 }
 
 template <class F>

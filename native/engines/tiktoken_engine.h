@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +23,7 @@
 
 #include "models/bpe.h"
 #include "models/bpe_backtrack.h"
+#include "models/safe_cuts.h"
 #include "models/short_piece_cache.h"
 #include "core/cartridge.h"
 #include "text/piece_blocks.h"
@@ -138,6 +140,8 @@ class TiktokenEngine {
   // The tables of the per-piece encoder (models/piece_encoder.h), for the batch stages and the
   // CUDA module. Valid once ready() has succeeded.
   const piece::PieceTables& piece_tables() const { return pieces_; }
+  const BpeTables& bpe_tables() const { return bpe_; }
+  const uint8_t* token_kinds() const { return kinds_; }  // TokenKind per id (n_ids entries)
   // BPE merge loop without the whole-piece shortcut (tiktoken's byte_pair_encode).
   void byte_pair_encode(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
 
@@ -165,6 +169,10 @@ class TiktokenEngine {
  private:
   // BPE of a piece that is not a single token.
   void encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // BPE of one part of a cut piece (no whole-piece shortcut), through the ShortPieceCache.
+  void encode_part(ShortPieceCache& hot, uint16_t tag, const uint8_t* part, size_t n, std::vector<uint32_t>& out) const;
+  // The vocabulary's safe cuts, built on first use (null for a vocabulary whose tables disagree).
+  const SafeCuts* safe_cuts() const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
   // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache kAhead at a
   // time (encode_segment's and encode_blocks' loop).
@@ -181,6 +189,8 @@ class TiktokenEngine {
 
   std::shared_ptr<const Cartridge> cartridge_;
   uint64_t owner_;  // unique per engine: keys the per-thread memo caches
+  mutable std::once_flag cuts_once_;
+  mutable std::unique_ptr<const SafeCuts> cuts_;
   SplitPattern pattern_ = SplitPattern::kNone;
   std::unique_ptr<const Regex> regex_;  // set when TKHD.pattern is kPatternRegex
   BpeTables bpe_;

@@ -57,6 +57,7 @@ struct Candidate {
 }  // namespace
 
 void bpe_encode_heap(const BpeTables& t, const uint8_t* piece, size_t n, std::vector<uint32_t>& out) {
+  if (n == 0) return;  // nothing to encode (the loop below needs a first part)
   if (n == 1) {
     const int32_t r = t.byte_rank[piece[0]];
     if (r < 0) throw BpeError(piece[0]);

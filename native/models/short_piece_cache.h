@@ -68,6 +68,7 @@ class ShortPieceCache {
   static constexpr size_t kMaxIds = 3;     // most ids kept per piece
   static constexpr unsigned kSlotBits = 16;  // 2 MiB per thread
   static constexpr size_t kSlots = size_t{1} << kSlotBits;
+  static constexpr uint32_t kPartBit = 0x80;  // in Key::len: the key of a part (make_key)
   static_assert(kMaxLen + 1 == sizeof(short_piece_detail::kMasks) / sizeof(short_piece_detail::kMasks[0]));
 
   struct Key {
@@ -108,8 +109,11 @@ class ShortPieceCache {
   // Tests only (EngineTags::skip_to_last_tag).
   void skip_to_last_tag() { tags_.skip_to_last_tag(); }
 
-  // Key of s[0, n), 1 <= n <= kMaxLen, where s[0, 16) is readable.
-  static Key make_key(const uint8_t* s, size_t n, uint16_t tag) {
+  // Key of s[0, n), 1 <= n <= kMaxLen, where s[0, 16) is readable. `part`: the key of a part of
+  // a piece cut by SafeCuts (models/safe_cuts.h), whose ids are its BPE without tiktoken's
+  // whole-piece shortcut: the same bytes as a whole piece may have other ids, so parts are a key
+  // space of their own (a different slot, and a length that never matches a piece's).
+  static Key make_key(const uint8_t* s, size_t n, uint16_t tag, bool part = false) {
     uint64_t a, b;
     std::memcpy(&a, s, 8);
     std::memcpy(&b, s + 8, 8);
@@ -119,8 +123,9 @@ class ShortPieceCache {
 #endif
     a &= short_piece_detail::kMasks[n].lo;
     b &= short_piece_detail::kMasks[n].hi;
-    const uint64_t h = (a ^ (b * 0xC2B2AE3D27D4EB4Full) ^ (uint64_t{tag} << 8 | n)) * 0x9E3779B97F4A7C15ull;
-    return Key{a, b, static_cast<uint32_t>(n), static_cast<uint32_t>(h >> (64 - kSlotBits))};
+    const uint32_t len = static_cast<uint32_t>(n) | (part ? kPartBit : 0u);
+    const uint64_t h = (a ^ (b * 0xC2B2AE3D27D4EB4Full) ^ (uint64_t{tag} << 8 | len)) * 0x9E3779B97F4A7C15ull;
+    return Key{a, b, len, static_cast<uint32_t>(h >> (64 - kSlotBits))};
   }
 
   // Starts loading the slot of `k` (callers that know their next pieces overlap the misses).

@@ -1,0 +1,136 @@
+// SafeCuts (see safe_cuts.h): the adjacent pairs of every token, recorded once per vocabulary.
+#include "models/safe_cuts.h"
+
+namespace crayon {
+namespace {
+
+bool continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
+
+bool ascii(const uint8_t* s, uint32_t n) {
+  uint8_t any = 0;
+  for (uint32_t i = 0; i < n; ++i) any |= s[i];
+  return any < 0x80;
+}
+
+// A token's bytes as units: well-formed characters, and partial ones (a run of continuation
+// bytes, or a lead byte with fewer continuation bytes than it announces, or a byte no
+// character starts with). A boundary between two characters of a piece is always a unit
+// boundary of a token that crosses it (a lead byte always starts a unit here).
+struct Unit {
+  uint32_t start, len;
+  uint32_t cp;  // utf8::kInvalid for a partial unit
+};
+
+void units_of(const uint8_t* t, uint32_t n, std::vector<Unit>& out) {
+  out.clear();
+  for (uint32_t i = 0; i < n;) {
+    if (continuation(t[i])) {
+      uint32_t j = i;
+      while (j < n && continuation(t[j])) ++j;
+      out.push_back({i, j - i, utf8::kInvalid});
+      i = j;
+      continue;
+    }
+    const utf8::Decoded d = utf8::decode(t + i, t + n);
+    if (d.cp != utf8::kInvalid) {
+      out.push_back({i, d.len, d.cp});
+      i += d.len;
+      continue;
+    }
+    uint32_t j = i + 1;
+    while (j < n && j < i + 4 && continuation(t[j])) ++j;
+    out.push_back({i, j - i, utf8::kInvalid});
+    i = j;
+  }
+}
+
+}  // namespace
+
+void SafeCuts::KeySet::insert(uint64_t key) {
+  if ((count + 1) * 2 > slots.size()) {
+    std::vector<uint64_t> old(slots.size() * 2, kEmpty);
+    old.swap(slots);
+    --shift;
+    for (const uint64_t k : old) {
+      if (k == kEmpty) continue;
+      size_t i = home(k);
+      while (slots[i] != kEmpty) i = (i + 1) & (slots.size() - 1);
+      slots[i] = k;
+    }
+  }
+  size_t i = home(key);
+  for (; slots[i] != kEmpty; i = (i + 1) & (slots.size() - 1)) {
+    if (slots[i] == key) return;
+  }
+  slots[i] = key;
+  ++count;
+}
+
+uint64_t SafeCuts::partial_key(const uint8_t* l, uint32_t ln, const uint8_t* r, uint32_t rn) {
+  uint64_t key = 0;
+  for (uint32_t i = 0; i < ln; ++i) key = (key << 8) | l[i];
+  for (uint32_t i = 0; i < rn; ++i) key = (key << 8) | r[i];
+  return key | (uint64_t{ln | rn << 4} << 56);
+}
+
+std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_t* kinds, uint8_t mergeable,
+                                                size_t min_cjk_tokens) {
+  // First the cheap question: does the vocabulary hold CJK characters as tokens of their own?
+  size_t cjk = 0;
+  for (uint32_t id = 0; id < t.n_ids; ++id) {
+    const uint32_t a = t.token_offsets[id], b = t.token_offsets[id + 1];
+    if (b != a + 3 || b > t.token_bytes_size) continue;
+    const uint8_t* bytes = t.token_bytes + a;
+    cjk += bytes[0] >= 0xE3 && bytes[0] <= 0xE9 && utf8::decode(bytes, bytes + 3).cp != utf8::kInvalid;
+  }
+  if (cjk < min_cjk_tokens) return nullptr;
+  auto cuts = std::make_unique<SafeCuts>();
+  // The trie's keys must be the token table's mergeable strings: every one with a byte >= 0x80
+  // (the only ones whose pairs a cut can meet: pairs of ASCII characters are never cut) is looked
+  // up at its id, and there must be as many keys as mergeable tokens. A vocabulary that fails
+  // this (only a damaged cartridge can) is not cut at all. (Walking every ASCII token as well
+  // would double the cost of this, paid at the first CJK piece.)
+  size_t keys = 0;
+  for (uint32_t s = 0; s < t.trie.size(); ++s) keys += t.trie.value_at(static_cast<int32_t>(s)) >= 0;
+  size_t tokens = 0;
+  std::vector<Unit> units;
+  for (uint32_t id = 0; id < t.n_ids; ++id) {
+    const uint32_t a = t.token_offsets[id], b = t.token_offsets[id + 1];
+    if (b <= a || (kinds != nullptr && kinds[id] != mergeable)) continue;
+    if (b > t.token_bytes_size) return nullptr;
+    const uint8_t* bytes = t.token_bytes + a;
+    const uint32_t n = b - a;
+    ++tokens;
+    if (ascii(bytes, n)) continue;
+    if (t.trie.find(bytes, n) != static_cast<int32_t>(id)) return nullptr;
+    units_of(bytes, n, units);
+    for (size_t k = 1; k < units.size(); ++k) {
+      const Unit& u = units[k - 1];
+      const Unit& v = units[k];
+      if (u.cp != utf8::kInvalid && v.cp != utf8::kInvalid) {
+        if (u.cp >= 0x80 || v.cp >= 0x80) cuts->full_.insert(full_key(u.cp, v.cp));
+      } else if (u.len <= 4 && v.len <= 4 && u.len + v.len <= 7) {
+        // (longer partial pairs cannot sit between two well-formed characters)
+        cuts->partial_.insert(partial_key(bytes + u.start, u.len, bytes + v.start, v.len));
+        const uint32_t bit = uint32_t{bytes[v.start - 1]} << 8 | bytes[v.start];
+        cuts->partial_bytes_[bit >> 6] |= uint64_t{1} << (bit & 63);
+      }
+    }
+  }
+  if (tokens != keys) return nullptr;
+  return cuts;
+}
+
+bool SafeCuts::joinable(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const {
+  if ((cx | cy) < 0x80 || full_.contains(full_key(cx, cy))) return true;
+  const uint32_t bit = uint32_t{x[xn - 1]} << 8 | y[0];
+  if (!(partial_bytes_[bit >> 6] >> (bit & 63) & 1)) return false;
+  for (uint32_t i = 1; i <= xn; ++i) {
+    for (uint32_t j = 1; j <= yn; ++j) {
+      if ((i < xn || j < yn) && partial_.contains(partial_key(x + xn - i, i, y, j))) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace crayon
