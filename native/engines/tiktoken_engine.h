@@ -171,7 +171,7 @@ class TiktokenEngine {
   void encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // BPE of one part of a cut piece (no whole-piece shortcut), through the ShortPieceCache.
   void encode_part(ShortPieceCache& hot, uint16_t tag, const uint8_t* part, size_t n, std::vector<uint32_t>& out) const;
-  // The vocabulary's safe cuts, built on first use (null for a vocabulary whose tables disagree).
+  // The vocabulary's safe cuts, built on first use (null: no cuts, see SafeCuts::build).
   const SafeCuts* safe_cuts() const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
   // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache kAhead at a
