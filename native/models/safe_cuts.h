@@ -1,6 +1,6 @@
 // Where a piece can be cut without changing its BPE: between two characters that no token spans.
 //
-//   vocabulary --SafeCuts::build--> the character pairs tokens hold --for_each_segment--> parts of a piece
+//   vocabulary --SafeCuts::build--> the character pairs tokens hold --for_each_part--> parts of a piece
 //
 // Why: a run of CJK characters is one pre-token under the cl100k_base and o200k_base patterns (and
 // Llama 3's, Qwen2's, DeepSeek-V3's), often tens of characters long, and its BPE was most of the
@@ -18,12 +18,20 @@
 // inside X) followed by Y (or a prefix of Y's bytes). build() records every such adjacent pair of
 // every token: pairs of whole characters by code point, pairs with a partial side by their bytes.
 // joinable() answers true whenever any of them could sit at the boundary, so a cut is made only
-// where no token can cross. Only boundaries between two well-formed characters are ever cut.
+// where no token can cross. Only boundaries between two well-formed characters are ever cut, and
+// never between two ASCII characters (their pairs are not recorded). A part must then be BPE'd as
+// it is: tiktoken's shortcut (a whole piece that is a token is that token) does not hold for parts,
+// since a token is its own BPE only when merges reach it (TiktokenEngine::encode_part).
 //
-// Memory: per vocabulary, a table of 8-byte keys at most half full (o200k_base: 25k character
-// pairs, 512 KiB) and a small one for partial pairs (619 for o200k_base). Built on the first piece
-// that could be cut, from the vocabulary (a trie lookup per non-ASCII token: about 8 ms for
-// o200k_base on this project's machines, once per engine), never from input text.
+// Which vocabularies: those with kMinCjkTokens or more CJK characters as tokens of their own
+// (o200k_base, Llama 3, Qwen2, DeepSeek-V3). Which pieces: longer than 8 bytes, led by a CJK
+// character (TiktokenEngine::encode_multi).
+//
+// Memory: per vocabulary, a table of 8-byte keys at most half full (o200k_base: 21k character
+// pairs with a non-ASCII side, 512 KiB) and a small one for partial pairs (619 for o200k_base).
+// Built on the first piece that could be cut, from the vocabulary (a trie lookup per non-ASCII
+// token: 12-15 ms for o200k_base on this project's machines, once per engine), never from input
+// text.
 #pragma once
 
 #include <cstddef>
