@@ -18,6 +18,13 @@ struct Decoded {
   uint32_t len;  // bytes consumed: 1..4, never 0
 };
 
+// Whether b continues a multi-byte character (10xxxxxx).
+inline bool is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
+
+// Bytes of the character a lead byte b announces (1 for ASCII and for a stray continuation byte);
+// not a check that they follow.
+inline uint32_t sequence_length(uint8_t b) { return b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; }
+
 // Decodes the character at p; requires p < end.
 inline Decoded decode(const uint8_t* p, const uint8_t* end) {
   const uint32_t b0 = p[0];

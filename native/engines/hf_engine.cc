@@ -98,10 +98,8 @@ const ByteLevelTable& byte_level() {
   return table;
 }
 
-bool is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
-
-// Bytes of the UTF-8 character led by b (1 for a stray continuation byte).
-uint32_t utf8_length(uint8_t b) { return b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; }
+using utf8::is_continuation;
+using utf8::sequence_length;
 
 // A piece of a normalized text split: bytes [start, end), preceded by an inserted space when
 // `prefix` (ByteLevel's add_prefix_space).
@@ -969,7 +967,7 @@ void metaspace_split(const PreTokenizerStep& st, std::string_view text, const Al
       first = false;
       begin = k;
     }
-    k += text[k] == ' ' ? 1 : utf8_length(static_cast<uint8_t>(text[k]));
+    k += text[k] == ' ' ? 1 : sequence_length(static_cast<uint8_t>(text[k]));
   }
   if (begin < p.end) next.push_back(Piece{begin, p.end, first && prefix});
 }
@@ -1030,7 +1028,7 @@ void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, s
   bool after_inert = p.prefix && model.inert(static_cast<uint8_t>(r[0]));  // buf's last character is inert
   for (uint32_t k = p.start; k < p.end;) {
     const bool space = text[k] == ' ';
-    const uint32_t len = space ? 1 : utf8_length(static_cast<uint8_t>(text[k]));
+    const uint32_t len = space ? 1 : sequence_length(static_cast<uint8_t>(text[k]));
     const uint32_t n = std::min<uint32_t>(len, p.end - k);
     const bool mark = space || is_replacement(k, n);
     const bool here_inert = model.inert(static_cast<uint8_t>(space ? r[0] : text[k]));

@@ -401,7 +401,7 @@ void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<ui
   // character leads (after a leading space or mark, "，" for one): in Hangul, Thai, Indic, Latin or
   // Cyrillic words tokens cross nearly every boundary, and the checks would only cost.
   auto cjk = [](uint8_t b) { return b >= 0xE3 && b <= 0xE9; };
-  const size_t second = piece[0] < 0xC0 ? 1 : piece[0] < 0xE0 ? 2 : piece[0] < 0xF0 ? 3 : 4;  // (n > 8)
+  const size_t second = utf8::sequence_length(piece[0]);  // read only when n > 8
   if (n > 8 && (cjk(piece[0]) || cjk(piece[second]))) {
     if (const SafeCuts* cuts = safe_cuts()) {
       ShortPieceCache& hot = ShortPieceCache::local();
@@ -504,8 +504,8 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
   };
   Pending queue[kAhead];
   size_t queued = 0;
-  // The ids of a run of hits gather here and join `out` in one insert: no capacity check, count
-  // branch or field-by-field compare per piece (ShortPieceCache::copy_hit).
+  // The ids of a run of hits gather here (ShortPieceCache::copy_hit) and join `out` in one insert,
+  // instead of a push_back with its capacity check per piece.
   uint32_t hits[kAhead * ShortPieceCache::kMaxIds];
   auto drain = [&] {
     size_t i = 0;

@@ -1,16 +1,12 @@
 // SafeCuts (see safe_cuts.h): the adjacent pairs of every token, recorded once per vocabulary.
 #include "models/safe_cuts.h"
 
+#include "models/piece_encoder.h"
+
 namespace crayon {
 namespace {
 
-bool continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
-
-bool ascii(const uint8_t* s, uint32_t n) {
-  uint8_t any = 0;
-  for (uint32_t i = 0; i < n; ++i) any |= s[i];
-  return any < 0x80;
-}
+using utf8::is_continuation;
 
 // A token's bytes as units: well-formed characters, and partial ones (a run of continuation
 // bytes, or a lead byte with fewer continuation bytes than it announces, or a byte no
@@ -24,9 +20,9 @@ struct Unit {
 void units_of(const uint8_t* t, uint32_t n, std::vector<Unit>& out) {
   out.clear();
   for (uint32_t i = 0; i < n;) {
-    if (continuation(t[i])) {
+    if (is_continuation(t[i])) {
       uint32_t j = i;
-      while (j < n && continuation(t[j])) ++j;
+      while (j < n && is_continuation(t[j])) ++j;
       out.push_back({i, j - i, utf8::kInvalid});
       i = j;
       continue;
@@ -38,7 +34,7 @@ void units_of(const uint8_t* t, uint32_t n, std::vector<Unit>& out) {
       continue;
     }
     uint32_t j = i + 1;
-    while (j < n && j < i + 4 && continuation(t[j])) ++j;
+    while (j < n && j < i + 4 && is_continuation(t[j])) ++j;
     out.push_back({i, j - i, utf8::kInvalid});
     i = j;
   }
@@ -101,7 +97,7 @@ std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_
     const uint8_t* bytes = t.token_bytes + a;
     const uint32_t n = b - a;
     ++tokens;
-    if (ascii(bytes, n)) continue;
+    if (piece::is_ascii(bytes, n)) continue;
     if (t.trie.find(bytes, n) != static_cast<int32_t>(id)) return nullptr;
     units_of(bytes, n, units);
     for (size_t k = 1; k < units.size(); ++k) {

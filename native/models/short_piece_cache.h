@@ -135,7 +135,7 @@ class ShortPieceCache {
   template <class Out>
   bool find(uint16_t tag, const Key& k, Out& out) const {
     const Slot& s = slots_[k.index];
-    if (s.a != k.a || s.b != k.b || s.tag != tag || s.len != k.len) return false;
+    if (!s.holds(tag, k)) return false;
     if (s.n == 1) {
       out.push_back(s.ids[0]);
     } else {
@@ -150,7 +150,7 @@ class ShortPieceCache {
   // together (a branch-free version measured 10-14% slower on the turn-taking benchmark).
   size_t copy_hit(uint16_t tag, const Key& k, uint32_t* w) const {
     const Slot& s = slots_[k.index];
-    if (s.a != k.a || s.b != k.b || s.tag != tag || s.len != k.len) return 0;
+    if (!s.holds(tag, k)) return 0;
     if (s.n == 1) {
       w[0] = s.ids[0];
       return 1;
@@ -179,6 +179,7 @@ class ShortPieceCache {
     uint16_t tag;  // 0: empty (tags start at 1)
     uint8_t len;
     uint8_t n;
+    bool holds(uint16_t t, const Key& k) const { return a == k.a && b == k.b && tag == t && len == k.len; }
   };
   static_assert(sizeof(Slot) == 32, "two slots per cache line");
 
