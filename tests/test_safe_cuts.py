@@ -99,6 +99,21 @@ def test_random_runs(encodings):
     _assert_same(ref, ours, texts)
 
 
+def test_cjk_behind_other_letters(encodings):
+    """Pieces in which CJK characters come only after other letters (o200k_base's pattern keeps
+    "abc中文" or "한국中文" one piece): they are cut too, wherever the first CJK character sits."""
+    ref, ours = encodings
+    rng = random.Random(5)
+    leads = ["abc", "The", "Zürich", "한국어", "Москва", "ไทย", "x", "ab" * 12]
+    texts = []
+    for _ in range(1500):
+        lo, hi = rng.choice(SCRIPTS[:2] + SCRIPTS[6:7])
+        run = "".join(chr(rng.randint(lo, hi)) for _ in range(rng.randint(1, 30)))
+        tail = rng.choice(["", "def", "한", " next", "。"])
+        texts.append(rng.choice(leads) + run + tail)
+    _assert_same(ref, ours, texts)
+
+
 @pytest.mark.parametrize("path", [p for p in corpus_files() if p.name.startswith(("zh_", "ja_", "multi_"))],
                          ids=lambda p: p.name)
 def test_cjk_corpora(encodings, path):

@@ -986,64 +986,135 @@ void emit_rewritten(const std::vector<HfToken>& tokens, const char* input, const
 }
 
 // The SentencePiece shape (a character BPE that segments, behind Metaspace without split): the
-// model would cut the rewritten piece into words before U+2581 anyway, so build each word straight
-// from the text (a space or the prefix becomes the replacement) and hand it to the model whole.
+// model would cut the rewritten piece into words before U+2581 anyway, so find the words in the
+// text (where a space or the prefix stands for the replacement r) and hand each to the model whole.
 // Same tokens and offsets as rewriting the piece and calling encode_word on it.
+//
+// word(begin, end, prefixed) is called for each word, text[begin, end) as the model sees it: every
+// space as r, behind r when `prefixed` (the piece's prefix, on its first word only); it returns
+// false to stop.
+template <class Word>
+void for_each_sentencepiece_word(const HfBpeModel& model, const std::string& r, std::string_view text, const Piece& p,
+                                 Word&& word) {
+  const auto* t = reinterpret_cast<const uint8_t*>(text.data());
+  const auto* rb = reinterpret_cast<const uint8_t*>(r.data());
+  // Whether the character at k is the replacement itself (compared inline: a character is short).
+  auto is_replacement = [&](uint32_t k, uint32_t n) { return n == r.size() && std::memcmp(t + k, rb, n) == 0; };
+  // An ASCII character other than the space is never r there, so a run of those that are not
+  // inert holds no cut (the check below fails for each) and is skipped at once.
+  const bool skip_ascii = r.size() > 1 || rb[0] >= 0x80;
+  uint32_t begin = p.start;
+  bool prefixed = p.prefix;
+  // The word's last character as the model sees it: r (a space, or the prefix) or text[last, last + last_len).
+  bool last_is_r = p.prefix;
+  uint32_t last = 0, last_len = 0;
+  bool after_inert = p.prefix && model.inert(rb[0]);  // the word's last character is inert
+  for (uint32_t k = p.start; k < p.end;) {
+    const bool space = t[k] == ' ';
+    const uint32_t n = std::min<uint32_t>(space ? 1 : sequence_length(t[k]), p.end - k);
+    const bool mark = space || is_replacement(k, n);
+    const bool here_inert = model.inert(space ? rb[0] : t[k]);
+    if ((prefixed || k > begin) &&
+        (here_inert || after_inert ||
+         (mark && (last_is_r ? model.may_end_word(rb, r.size()) : model.may_end_word(t + last, last_len))))) {
+      if (!word(begin, k, prefixed)) return;
+      begin = k;
+      prefixed = false;
+    }
+    after_inert = here_inert;
+    last_is_r = space;
+    last = k;
+    last_len = n;
+    k += n;
+    if (skip_ascii && !here_inert) {
+      const uint32_t from = k;
+      while (k < p.end && t[k] < 0x80 && t[k] != ' ' && !model.inert(t[k])) ++k;
+      if (k > from) {
+        last_is_r = false;
+        last = k - 1;
+        last_len = 1;
+      }
+    }
+  }
+  if (prefixed || p.end > begin) word(begin, p.end, prefixed);
+}
+
 struct SentencePieceScratch {
   std::vector<HfToken> tokens;
   std::string buf;
   std::vector<uint32_t> source;
 };
 
+// The rewritten word of for_each_sentencepiece_word into buf, and with kSource the normalized
+// byte behind each of its bytes into source (a character's bytes and its r all behind its start;
+// the prefix behind the piece's start).
+template <bool kSource>
+void rewrite_sentencepiece_word(const std::string& r, std::string_view text, const Piece& p, uint32_t begin,
+                                uint32_t end, bool prefixed, std::string& buf, std::vector<uint32_t>& source) {
+  buf.clear();
+  if (kSource) source.clear();
+  if (prefixed) {
+    buf.append(r);
+    if (kSource) source.insert(source.end(), r.size(), p.start);
+  }
+  for (uint32_t k = begin; k < end;) {
+    if (text[k] == ' ') {
+      buf.append(r);
+      if (kSource) source.insert(source.end(), r.size(), k);
+      ++k;
+      continue;
+    }
+    // Up to the next space at once (offsets: a character's bytes all behind its start).
+    const char* space = static_cast<const char*>(std::memchr(text.data() + k, ' ', end - k));
+    const uint32_t stop = space != nullptr ? static_cast<uint32_t>(space - text.data()) : end;
+    buf.append(text.data() + k, stop - k);
+    if (kSource) {
+      for (uint32_t c = k; c < stop;) {
+        const uint32_t n = std::min<uint32_t>(sequence_length(static_cast<uint8_t>(text[c])), stop - c);
+        source.insert(source.end(), n, c);
+        c += n;
+      }
+    }
+    k = stop;
+  }
+}
+
 void encode_sentencepiece_words(const HfBpeModel& model, const std::string& r, std::string_view text,
                                 const Alignment& where, const Piece& p, RawEncoding& out, uint32_t word) {
   SentencePieceScratch& scratch = thread_scratch<SentencePieceScratch>();
-  std::vector<HfToken>& tokens = scratch.tokens;
-  std::string& buf = scratch.buf;
-  std::vector<uint32_t>& source = scratch.source;  // normalized byte behind each byte of buf
-  buf.clear();
-  source.clear();
-  size_t last = 0;  // where the last character of buf starts
-  auto flush = [&] {
-    tokens.clear();
-    model.encode_one_word(reinterpret_cast<const uint8_t*>(buf.data()), buf.size(), tokens);
-    emit_rewritten(tokens, buf.data(), source, where, -1, word, out);
-    buf.clear();
-    source.clear();
-  };
-  auto append = [&](const char* bytes, size_t n, uint32_t from) {
-    last = buf.size();
-    buf.append(bytes, n);
-    for (size_t k = 0; k < n; ++k) source.push_back(from);  // n <= 4 (a character) or |r|
-  };
-  // Whether the character at k is the replacement itself (compared inline: a character is short).
-  auto is_replacement = [&](uint32_t k, uint32_t n) {
-    if (n != r.size()) return false;
-    for (uint32_t b = 0; b < n; ++b) {
-      if (text[k + b] != r[b]) return false;
+  for_each_sentencepiece_word(model, r, text, p, [&](uint32_t begin, uint32_t end, bool prefixed) {
+    rewrite_sentencepiece_word<true>(r, text, p, begin, end, prefixed, scratch.buf, scratch.source);
+    scratch.tokens.clear();
+    model.encode_one_word(reinterpret_cast<const uint8_t*>(scratch.buf.data()), scratch.buf.size(), scratch.tokens);
+    emit_rewritten(scratch.tokens, scratch.buf.data(), scratch.source, where, -1, word, out);
+    return !out.full();  // the words so far are the encoding's first tokens
+  });
+}
+
+// Ids only: a word met before costs one probe of the thread's ShortPieceCache, keyed by its bytes
+// in the text and tagged by whether r is prepended (the rewritten word is a function of both).
+void encode_sentencepiece_ids(const HfBpeModel& model, const std::string& r, std::string_view text, const Piece& p,
+                              const WordOwners& owners, RawEncoding& out) {
+  SentencePieceScratch& scratch = thread_scratch<SentencePieceScratch>();
+  ShortPieceCache& hot = ShortPieceCache::local();
+  const uint16_t tag_plain = hot.tag_of(owners.plain), tag_prefixed = hot.tag_of(owners.prefixed);
+  const size_t keyable_end = text.size() >= ShortPieceCache::kMaxLen ? text.size() - ShortPieceCache::kMaxLen + 1 : 0;
+  const auto* t = reinterpret_cast<const uint8_t*>(text.data());
+  std::vector<uint32_t>& ids = out.ids;
+  for_each_sentencepiece_word(model, r, text, p, [&](uint32_t begin, uint32_t end, bool prefixed) {
+    const bool cached = owners.plain != 0 && end > begin && end - begin <= ShortPieceCache::kMaxLen && begin < keyable_end;
+    const uint16_t tag = prefixed ? tag_prefixed : tag_plain;
+    ShortPieceCache::Key key{};
+    if (cached) {
+      key = ShortPieceCache::make_key(t + begin, end - begin, tag);
+      if (hot.find(tag, key, ids)) return !out.full();
     }
-    return true;
-  };
-  if (p.prefix) append(r.data(), r.size(), p.start);
-  bool after_inert = p.prefix && model.inert(static_cast<uint8_t>(r[0]));  // buf's last character is inert
-  for (uint32_t k = p.start; k < p.end;) {
-    const bool space = text[k] == ' ';
-    const uint32_t len = space ? 1 : sequence_length(static_cast<uint8_t>(text[k]));
-    const uint32_t n = std::min<uint32_t>(len, p.end - k);
-    const bool mark = space || is_replacement(k, n);
-    const bool here_inert = model.inert(static_cast<uint8_t>(space ? r[0] : text[k]));
-    if (!buf.empty() &&
-        (here_inert || after_inert ||
-         (mark && model.may_end_word(reinterpret_cast<const uint8_t*>(buf.data()) + last, buf.size() - last)))) {
-      flush();
-      if (out.full()) return;  // the words flushed so far are the encoding's first tokens
-    }
-    after_inert = here_inert;
-    if (space) append(r.data(), r.size(), k);
-    else append(text.data() + k, n, k);
-    k += n;
-  }
-  if (!buf.empty()) flush();
+    const size_t first = ids.size();
+    rewrite_sentencepiece_word<false>(r, text, p, begin, end, prefixed, scratch.buf, scratch.source);
+    model.encode_word_ids(reinterpret_cast<const uint8_t*>(scratch.buf.data()), scratch.buf.size(), ids);
+    if (cached && ids.size() - first <= ShortPieceCache::kMaxIds) hot.put(tag, key, ids.data() + first, ids.size() - first);
+    return !out.full();
+  });
 }
 
 struct TextPiecesScratch {
@@ -1068,7 +1139,9 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
   if (bpe != nullptr && bpe->segments() && metaspace != nullptr && !metaspace->split) {
     for (const Piece& p : pieces) {
       if (out.full()) return;
-      encode_sentencepiece_words(*bpe, metaspace->replacement, text, where, p, out, word++);
+      if (out.with_offsets) encode_sentencepiece_words(*bpe, metaspace->replacement, text, where, p, out, word);
+      else encode_sentencepiece_ids(*bpe, metaspace->replacement, text, p, owners, out);
+      ++word;
     }
     return;
   }

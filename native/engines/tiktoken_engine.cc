@@ -394,15 +394,15 @@ void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::
 }
 
 void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
-  // A run of CJK characters (lead bytes E3-E9: kana, CJK punctuation, the ideographs) is cut
-  // where no token crosses (models/safe_cuts.h): its parts are mostly one or two characters,
+  // A piece holding CJK characters (lead bytes E3-E9: kana, CJK punctuation, the ideographs) is
+  // cut where no token crosses (models/safe_cuts.h): its parts are mostly one or two characters,
   // whose ids repeat and are kept in the ShortPieceCache, where backtracking over the whole run
   // checked a pair per candidate. Past the lengths encode_small takes, and only where such a
-  // character leads (after a leading space or mark, "，" for one): in Hangul, Thai, Indic, Latin or
-  // Cyrillic words tokens cross nearly every boundary, and the checks would only cost.
-  auto cjk = [](uint8_t b) { return b >= 0xE3 && b <= 0xE9; };
-  const size_t second = utf8::sequence_length(piece[0]);  // read only when n > 8
-  if (n > 8 && (cjk(piece[0]) || cjk(piece[second]))) {
+  // character occurs: in Hangul, Thai, Indic, Latin or Cyrillic words tokens cross nearly every
+  // boundary, and the checks would only cost. Anywhere in the piece, not only in front: a
+  // SentencePiece word of Chinese is a whole paragraph behind however many U+2581 ("▁▁" leads
+  // most of zh_xiyouji's), and the scan costs a byte compare where BPE costs a trie walk.
+  if (n > 8 && std::any_of(piece, piece + n, [](uint8_t b) { return b >= 0xE3 && b <= 0xE9; })) {
     if (const SafeCuts* cuts = safe_cuts()) {
       ShortPieceCache& hot = ShortPieceCache::local();
       const uint16_t tag = hot.tag_of(owner_);

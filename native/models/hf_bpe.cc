@@ -419,6 +419,47 @@ bool HfBpeModel::encode_fast(const uint8_t* piece, size_t n, std::vector<HfToken
   return true;
 }
 
+void HfBpeModel::encode_word_ids(const uint8_t* word, size_t n, std::vector<uint32_t>& ids) const {
+  if (n == 0) return;
+  const size_t first = ids.size();
+  if (fast_ != nullptr && all_bytes_ && plain_symbols_ && !lookup_before_fast()) {
+    fast_->encode_piece(word, n, ids);
+    size_t i = first;
+    for (; i < ids.size(); ++i) {
+      const uint32_t r = ids[i];
+      if (r >= n_ranks_) break;  // only a damaged file gets here: encode_one_word decides
+      const uint32_t id = id_of_rank(r);
+      if (id == kSyntheticRank) break;
+      ids[i] = id;
+    }
+    if (i == ids.size()) return;
+    // A character the vocabulary lacks (rare): char_symbols gives each of its bytes' <0xXX>
+    // tokens (all_bytes_), and its synthetic ranks spell those bytes in order.
+    FastScratch& scratch = thread_scratch<FastScratch>();
+    std::vector<uint32_t>& tail = scratch.ranks;
+    tail.assign(ids.begin() + static_cast<std::ptrdiff_t>(i), ids.end());
+    ids.resize(i);
+    bool ok = true;
+    for (const uint32_t r : tail) {
+      std::string_view bytes;
+      if (r >= n_ranks_) ok = false;
+      else if (id_of_rank(r) != kSyntheticRank) ids.push_back(id_of_rank(r));
+      else if (!fast_->token_bytes(r, &bytes) || bytes.empty()) ok = false;
+      else for (const char b : bytes) ids.push_back(static_cast<uint32_t>(byte_token_[static_cast<uint8_t>(b)]));
+      if (!ok) break;
+    }
+    if (ok) return;
+    ids.resize(first);
+  }
+  thread_local std::vector<HfToken> tl_tokens;
+  std::vector<HfToken>& tokens = tl_tokens;
+  tokens.clear();
+  encode_one_word(word, n, tokens);
+  for (const HfToken& t : tokens) {
+    if (t.end > t.start && t.end <= n) ids.push_back(t.id);  // (a damaged model's empty tokens: as emit_rewritten)
+  }
+}
+
 void HfBpeModel::encode_word_merging(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const {
   Symbols& sym = thread_scratch<Symbols>();  // (see core/thread_scratch.h)
   sym.clear();

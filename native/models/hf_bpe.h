@@ -134,6 +134,11 @@ class HfBpeModel final : public HfModel {
   // ASCII character, see the top of this file); false for every non-ASCII lead byte.
   bool inert(uint8_t b) const { return b < 0x80 && ascii_inert_[b]; }
   void encode_one_word(const uint8_t* word, size_t n, std::vector<HfToken>& out) const { encode_cached(word, n, out); }
+  // The ids of encode_one_word(word, n), appended to `ids`, for callers that need no offsets:
+  // straight from the fast path's ranks where they alone say the ids (a character the vocabulary
+  // lacks comes back as synthetic ranks, whose bytes' <0xXX> tokens are its ids when the
+  // vocabulary has all 256), else through encode_one_word.
+  void encode_word_ids(const uint8_t* word, size_t n, std::vector<uint32_t>& ids) const;
   // The same without the per-thread word cache (nor segmentation).
   void encode_word_uncached(const uint8_t* piece, size_t n, std::vector<HfToken>& out) const;
   // The same without the whole-token shortcuts: the plain algorithm (the test oracle, and what
