@@ -999,10 +999,13 @@ void for_each_sentencepiece_word(const HfBpeModel& model, const std::string& r, 
   const auto* t = reinterpret_cast<const uint8_t*>(text.data());
   const auto* rb = reinterpret_cast<const uint8_t*>(r.data());
   // Whether the character at k is the replacement itself (compared inline: a character is short).
-  auto is_replacement = [&](uint32_t k, uint32_t n) { return n == r.size() && std::memcmp(t + k, rb, n) == 0; };
-  // An ASCII character other than the space is never r there, so a run of those that are not
-  // inert holds no cut (the check below fails for each) and is skipped at once.
-  const bool skip_ascii = r.size() > 1 || rb[0] >= 0x80;
+  auto is_replacement = [&](uint32_t k, uint32_t n) {
+    if (n != r.size()) return false;
+    for (uint32_t b = 0; b < n; ++b) {
+      if (t[k + b] != rb[b]) return false;
+    }
+    return true;
+  };
   uint32_t begin = p.start;
   bool prefixed = p.prefix;
   // The word's last character as the model sees it: r (a space, or the prefix) or text[last, last + last_len).
@@ -1026,13 +1029,18 @@ void for_each_sentencepiece_word(const HfBpeModel& model, const std::string& r, 
     last = k;
     last_len = n;
     k += n;
-    if (skip_ascii && !here_inert) {
+    // No cut comes before a character that is not a space, not r and not inert, unless the one
+    // before it is inert: so after a character that is not inert, such characters are skipped
+    // bytewise up to the next space, inert ASCII character or byte that could start r (a lead
+    // byte, so the stop is a character boundary).
+    if (!here_inert) {
       const uint32_t from = k;
-      while (k < p.end && t[k] < 0x80 && t[k] != ' ' && !model.inert(t[k])) ++k;
+      while (k < p.end && t[k] != ' ' && t[k] != rb[0] && !model.inert(t[k])) ++k;
       if (k > from) {
         last_is_r = false;
         last = k - 1;
-        last_len = 1;
+        while (last > from && is_continuation(t[last])) --last;
+        last_len = k - last;
       }
     }
   }
