@@ -104,12 +104,16 @@ std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_
       const Unit& u = units[k - 1];
       const Unit& v = units[k];
       if (u.cp != utf8::kInvalid && v.cp != utf8::kInvalid) {
-        if (u.cp >= 0x80 || v.cp >= 0x80) cuts->full_.insert(full_key(u.cp, v.cp));
+        if (u.cp >= 0x80 || v.cp >= 0x80) {
+          cuts->full_.insert(full_key(u.cp, v.cp));
+          if (u.cp < 0x10000) cuts->left_[u.cp >> 6] |= uint64_t{1} << (u.cp & 63);
+          if (v.cp < 0x10000) cuts->right_[v.cp >> 6] |= uint64_t{1} << (v.cp & 63);
+        }
       } else if (u.len <= 4 && v.len <= 4 && u.len + v.len <= 7) {
         // (longer partial pairs cannot sit between two well-formed characters)
         cuts->partial_.insert(partial_key(bytes + u.start, u.len, bytes + v.start, v.len));
-        const uint32_t bit = uint32_t{bytes[v.start - 1]} << 8 | bytes[v.start];
-        cuts->partial_bytes_[bit >> 6] |= uint64_t{1} << (bit & 63);
+        cuts->partial_lengths_[uint32_t{bytes[v.start - 1]} << 8 | bytes[v.start]] |=
+            static_cast<uint16_t>(1u << ((u.len - 1) * 4 + (v.len - 1)));
       }
     }
   }
@@ -118,13 +122,12 @@ std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_
 }
 
 bool SafeCuts::joinable(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const {
-  if ((cx | cy) < 0x80 || full_.contains(full_key(cx, cy))) return true;
-  const uint32_t bit = uint32_t{x[xn - 1]} << 8 | y[0];
-  if (!(partial_bytes_[bit >> 6] >> (bit & 63) & 1)) return false;
-  for (uint32_t i = 1; i <= xn; ++i) {
-    for (uint32_t j = 1; j <= yn; ++j) {
-      if ((i < xn || j < yn) && partial_.contains(partial_key(x + xn - i, i, y, j))) return true;
-    }
+  if ((cx | cy) < 0x80) return true;
+  if (left_side(cx) && right_side(cy) && full_.contains(full_key(cx, cy))) return true;
+  for (uint32_t lengths = partial_lengths_[uint32_t{x[xn - 1]} << 8 | y[0]]; lengths != 0; lengths &= lengths - 1) {
+    const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(lengths));
+    const uint32_t i = bit / 4 + 1, j = bit % 4 + 1;  // bytes of x's end and of y's start
+    if (i <= xn && j <= yn && (i < xn || j < yn) && partial_.contains(partial_key(x + xn - i, i, y, j))) return true;
   }
   return false;
 }
