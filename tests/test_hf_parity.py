@@ -398,6 +398,25 @@ def test_floats_are_read_as_tokenizers_reads_them():
     assert any(float(t) != score for t, (_, score) in zip(texts, held)), "the case this exists for"
 
 
+def test_deepseek_cjk_runs_of_every_kana_like_tokenizers():
+    """A run of DeepSeek-V3's cjk class made only of letters and marks is one piece, found without
+    the `words` search (deepseek_split.cc, cjk_letters_only); any other character of the class (a
+    middle dot, a sound mark that is a symbol, an unassigned one) sends the run to the search.
+    Every character of U+3040-U+30FF inside and around runs of ideographs, and the ideographs at
+    the ends of the class's range."""
+    import support
+
+    ours, ref = support.hf_pair("deepseek_v3")
+    texts = []
+    for cp in range(0x3040, 0x3100):
+        c = chr(cp)
+        texts += [c, c * 3, "中" + c + "文", c + "漢字" + c, "ひら" + c + "がな", " " + c + "x", "1" + c + "2"]
+    texts += ["一龥", "龥\u9fa6一", "\u4dff一", "一\u4dff", "中文" * 50, "かな" * 40 + "・" + "カナ" * 40]
+    for text in texts:
+        assert_same_encoding(ours.encode(text), ref.encode(text), repr(text))
+        assert ours.encode(text).ids == ref.encode(text).ids
+
+
 def test_deepseek_sequence_streams_like_tokenizers():
     """DeepSeek-V3's three Splits (digits, cjk runs, words) stream as one scanner
     (native/text/deepseek_split.cc, deepseek_piece_end): the cuts between them decide what the

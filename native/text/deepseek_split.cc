@@ -166,6 +166,22 @@ inline size_t cjk_at(const uint8_t* s, size_t n, size_t pos) {
   return d.cp != utf8::kInvalid && is_cjk(d.cp) ? d.len : 0;
 }
 
+// Whether every character of a run of the cjk class, s[from, to), is a letter or a mark: then
+// the `words` alternative [\p{L}\p{M}]+ matches the run whole, and the run is one piece. The
+// ideographs U+4E00-U+9FA5 are all letters (Lo); of U+3040-U+30FF the VM's tables say, once.
+bool cjk_letters_only(const uint8_t* s, size_t from, size_t to) {
+  static const std::array<bool, 0xC0> kana = [] {
+    std::array<bool, 0xC0> t{};
+    for (uint32_t k = 0; k < t.size(); ++k) t[k] = (classify(0x3040 + k) & (kL | kM)) != 0;
+    return t;
+  }();
+  for (size_t i = from; i < to; i += 3) {  // the class's characters are all three bytes long
+    const uint32_t cp = uint32_t{s[i] & 0x0Fu} << 12 | uint32_t{s[i + 1] & 0x3Fu} << 6 | (s[i + 2] & 0x3Fu);
+    if (cp < 0x4E00 && !kana[cp - 0x3040]) return false;
+  }
+  return true;
+}
+
 // End of the \p{N}{1,3} group starting at i (holding c, an N character).
 size_t digit_group_end(const Text& t, size_t i, const Char& c) {
   size_t e = i + c.len;
@@ -244,6 +260,7 @@ size_t deepseek_piece_end(std::string_view text, size_t pos) {
   // MIDDLE DOT is punctuation, U+3099 a mark).
   if (const size_t len = cjk_at(s, n, pos)) {
     const size_t e = cjk_run_end(s, n, pos, len);
+    if (cjk_letters_only(s, pos, e)) return e;  // (most runs: no search, no class lookups)
     if (!search_deepseek_words(text.substr(0, e), pos, ms, me)) return e;
     return ms == pos ? me : ms;
   }
