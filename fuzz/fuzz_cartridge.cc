@@ -73,8 +73,11 @@ void use_hf(const std::shared_ptr<const Cartridge>& c, HfPipeline pipeline) {
   RawEncoding enc;
   for (std::string_view t : kTexts) {
     for (bool special_as_text : {false, true}) {
-      enc.clear();
-      e.encode(t, special_as_text, enc);
+      for (bool offsets : {true, false}) {  // (ids only takes paths of its own)
+        enc.clear();
+        enc.with_offsets = offsets;
+        e.encode(t, special_as_text, enc);
+      }
     }
   }
   if (e.has_token_strings()) {
@@ -91,11 +94,12 @@ void use_hf(const std::shared_ptr<const Cartridge>& c, HfPipeline pipeline) {
   }
 }
 
-HfPipeline pipeline_with(const char* type) {
+HfPipeline pipeline_with(const char* type, bool split = true) {
   HfPipeline p;
   if (type != nullptr) {
     ComponentDesc d;
     d.type = type;
+    d.split = split;  // Metaspace without split: the SentencePiece shape (words found in the text)
     d.replacement = "\xE2\x96\x81";  // Metaspace's ▁
     p.pre_tokenizers.push_back(make_pre_tokenizer(d, 0));
   }
@@ -142,6 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const char* type : {static_cast<const char*>(nullptr), "ByteLevel", "Metaspace", "Whitespace"}) {
     refused_or_fine(type ? type : "tokenizer.json engine", [&] { use_hf(c, pipeline_with(type)); });
   }
+  refused_or_fine("Metaspace without split", [&] { use_hf(c, pipeline_with("Metaspace", false)); });
   for (const char* type : {"ByteLevel", "Metaspace"}) {
     refused_or_fine("compiled sections", [&] { use_hf(c, compiled_pipeline(c, type)); });
   }
