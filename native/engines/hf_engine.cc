@@ -1105,12 +1105,13 @@ void encode_sentencepiece_ids(const HfBpeModel& model, const std::string& r, std
                               const WordOwners& owners, RawEncoding& out) {
   SentencePieceScratch& scratch = thread_scratch<SentencePieceScratch>();
   ShortPieceCache& hot = ShortPieceCache::local();
-  const uint16_t tag_plain = hot.tag_of(owners.plain), tag_prefixed = hot.tag_of(owners.prefixed);
+  const bool keeps = owners.plain != 0;  // (set for every model but byte-level BPE)
+  const uint16_t tag_plain = keeps ? hot.tag_of(owners.plain) : 0, tag_prefixed = keeps ? hot.tag_of(owners.prefixed) : 0;
   const size_t keyable_end = text.size() >= ShortPieceCache::kMaxLen ? text.size() - ShortPieceCache::kMaxLen + 1 : 0;
   const auto* t = reinterpret_cast<const uint8_t*>(text.data());
   std::vector<uint32_t>& ids = out.ids;
   for_each_sentencepiece_word(model, r, text, p, [&](uint32_t begin, uint32_t end, bool prefixed) {
-    const bool cached = owners.plain != 0 && end > begin && end - begin <= ShortPieceCache::kMaxLen && begin < keyable_end;
+    const bool cached = keeps && end > begin && end - begin <= ShortPieceCache::kMaxLen && begin < keyable_end;
     const uint16_t tag = prefixed ? tag_prefixed : tag_plain;
     ShortPieceCache::Key key{};
     if (cached) {
