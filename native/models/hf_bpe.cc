@@ -439,16 +439,20 @@ void HfBpeModel::encode_word_ids(const uint8_t* word, size_t n, std::vector<uint
     std::vector<uint32_t>& tail = scratch.ranks;
     tail.assign(ids.begin() + static_cast<std::ptrdiff_t>(i), ids.end());
     ids.resize(i);
-    bool ok = true;
-    for (const uint32_t r : tail) {
-      std::string_view bytes;
-      if (r >= n_ranks_) ok = false;
-      else if (id_of_rank(r) != kSyntheticRank) ids.push_back(id_of_rank(r));
-      else if (!fast_->token_bytes(r, &bytes) || bytes.empty()) ok = false;
-      else for (const char b : bytes) ids.push_back(static_cast<uint32_t>(byte_token_[static_cast<uint8_t>(b)]));
-      if (!ok) break;
-    }
-    if (ok) return;
+    auto expand = [&] {
+      for (const uint32_t r : tail) {
+        if (r >= n_ranks_) return false;
+        if (id_of_rank(r) != kSyntheticRank) {
+          ids.push_back(id_of_rank(r));
+          continue;
+        }
+        std::string_view bytes;
+        if (!fast_->token_bytes(r, &bytes) || bytes.empty()) return false;
+        for (const char b : bytes) ids.push_back(static_cast<uint32_t>(byte_token_[static_cast<uint8_t>(b)]));
+      }
+      return true;
+    };
+    if (expand()) return;
     ids.resize(first);
   }
   thread_local std::vector<HfToken> tl_tokens;
