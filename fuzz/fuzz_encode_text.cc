@@ -51,11 +51,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!e->decode(ids.data(), ids.size(), back, &bad)) abort();
   }
   // Safe cuts (models/safe_cuts.h): BPE of the whole input, taken as one piece, equals the BPE of
-  // its parts between the cuts, for every vocabulary.
+  // its parts between the cuts, for every vocabulary; a part whose token the cuts name is that
+  // token alone.
   static const std::vector<std::unique_ptr<const SafeCuts>> cuts = [] {
     std::vector<std::unique_ptr<const SafeCuts>> v;
     for (const auto& e : tik) {
-      v.push_back(SafeCuts::build(e->bpe_tables(), e->token_kinds(), static_cast<uint8_t>(TokenKind::kMergeable), 0));
+      v.push_back(SafeCuts::build(e->bpe_tables(), e->token_kinds(), static_cast<uint8_t>(TokenKind::kMergeable), 0,
+                                  e->piece_tables().split_left));
     }
     return v;
   }();
@@ -64,7 +66,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (cuts[k] == nullptr) abort();  // the seed vocabularies are consistent
       std::vector<uint32_t> whole, parts;
       tik[k]->byte_pair_encode(data, size, whole);
-      cuts[k]->for_each_part(data, size, [&](size_t a, size_t b) { tik[k]->byte_pair_encode(data + a, b - a, parts); });
+      cuts[k]->for_each_part(data, size, [&](size_t a, size_t b, uint32_t token) {
+        const size_t before = parts.size();
+        tik[k]->byte_pair_encode(data + a, b - a, parts);
+        if (token != SafeCuts::kNoToken && (parts.size() != before + 1 || parts.back() != token)) abort();
+      });
       if (whole != parts) abort();
     }
   }

@@ -99,6 +99,25 @@ def test_random_runs(encodings):
     _assert_same(ref, ours, texts)
 
 
+def test_one_and_two_character_tokens(encodings):
+    """Every token of one or two characters of U+3000..U+9FFF, inside a run of Han characters:
+    the cuts name such a part's token without BPE when merges reach it (SafeCuts::for_each_part),
+    and must leave the ones they do not reach (a vocabulary may hold such tokens) to BPE."""
+    ref, ours = encodings
+    short = []
+    for t in ref.token_byte_values():
+        try:
+            text = t.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if 1 <= len(text) <= 2 and all(0x3000 <= ord(c) < 0xA000 for c in text):
+            short.append(text)
+    assert len(short) > 500
+    rng = random.Random(4)
+    han = lambda: "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(rng.randint(1, 3)))
+    _assert_same(ref, ours, [han() + word + han() for word in short])
+
+
 def test_cjk_behind_other_letters(encodings):
     """Pieces in which CJK characters come only after other letters (o200k_base's pattern keeps
     "abc中文" or "한국中文" one piece): they are cut too, wherever the first CJK character sits."""
@@ -149,3 +168,23 @@ def test_tokenizer_json_faces_cut_too():
         got = [e.ids for e in ours.encode_batch(texts, add_special_tokens=False)]
         for t, a, b in zip(texts, want, got):
             assert a == b, f"{folder}: {t[:60]!r}"
+
+
+def test_tokenizer_json_one_and_two_character_tokens():
+    """As test_one_and_two_character_tokens, for the byte-level tokenizer.json folders, whose
+    merge lists (not ranks) decide which of those tokens BPE reaches."""
+    from support import hf_pair
+
+    rng = random.Random(6)
+    han = lambda: "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(rng.randint(1, 3)))
+    for folder in ("qwen2_5", "deepseek_v3", "llama3_1"):
+        ours, ref = hf_pair(folder)
+        ids = sorted(i for w, i in ref.get_vocab().items() if 3 <= len(w) <= 6 and w[0] in "ãäåæçèé")
+        words = [ref.decode([i]) for i in ids]
+        words = [w for w in words if 1 <= len(w) <= 2 and all(0x3000 <= ord(c) < 0xA000 for c in w)]
+        assert len(words) > 1000, folder
+        texts = [han() + w + han() for w in words]
+        want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+        got = [e.ids for e in ours.encode_batch(texts, add_special_tokens=False)]
+        for t, a, b in zip(texts, want, got):
+            assert a == b, f"{folder}: {t!r}"

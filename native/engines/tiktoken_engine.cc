@@ -406,7 +406,8 @@ void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<ui
     if (const SafeCuts* cuts = safe_cuts()) {
       ShortPieceCache& hot = ShortPieceCache::local();
       const uint16_t tag = hot.tag_of(owner_);
-      cuts->for_each_part(piece, n, [&](size_t a, size_t b) {
+      cuts->for_each_part(piece, n, [&](size_t a, size_t b, uint32_t token) {
+        if (token != SafeCuts::kNoToken) return out.push_back(token);
         if (b - a == n) return bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);  // no cut
         encode_part(hot, tag, piece + a, b - a, out);
       });
@@ -435,7 +436,8 @@ void TiktokenEngine::encode_part(ShortPieceCache& hot, uint16_t tag, const uint8
 }
 
 const SafeCuts* TiktokenEngine::safe_cuts() const {
-  std::call_once(cuts_once_, [&] { cuts_ = SafeCuts::build(bpe_, kinds_, static_cast<uint8_t>(TokenKind::kMergeable)); });
+  std::call_once(cuts_once_, [&] { cuts_ = SafeCuts::build(bpe_, kinds_, static_cast<uint8_t>(TokenKind::kMergeable),
+                                                       SafeCuts::kMinCjkTokens, pieces_.split_left); });
   return cuts_.get();
 }
 

@@ -42,23 +42,27 @@ void units_of(const uint8_t* t, uint32_t n, std::vector<Unit>& out) {
 
 }  // namespace
 
-void SafeCuts::KeySet::insert(uint64_t key) {
+template <unsigned kValueBits>
+void SafeCuts::KeySet<kValueBits>::insert(uint64_t key, uint64_t value) {
   if ((count + 1) * 2 > slots.size()) {
     std::vector<uint64_t> old(slots.size() * 2, kEmpty);
     old.swap(slots);
     --shift;
     for (const uint64_t k : old) {
       if (k == kEmpty) continue;
-      size_t i = home(k);
+      size_t i = home(k >> kValueBits);
       while (slots[i] != kEmpty) i = (i + 1) & (slots.size() - 1);
       slots[i] = k;
     }
   }
   size_t i = home(key);
   for (; slots[i] != kEmpty; i = (i + 1) & (slots.size() - 1)) {
-    if (slots[i] == key) return;
+    if (slots[i] >> kValueBits == key) {
+      if ((slots[i] & ((uint64_t{1} << kValueBits) - 1)) == 0) slots[i] |= value;
+      return;
+    }
   }
-  slots[i] = key;
+  slots[i] = key << kValueBits | value;
   ++count;
 }
 
@@ -70,7 +74,7 @@ uint64_t SafeCuts::partial_key(const uint8_t* l, uint32_t ln, const uint8_t* r, 
 }
 
 std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_t* kinds, uint8_t mergeable,
-                                                size_t min_cjk_tokens) {
+                                                size_t min_cjk_tokens, const uint32_t* split_left) {
   // First the cheap question: does the vocabulary hold CJK characters as tokens of their own?
   size_t cjk = 0;
   for (uint32_t id = 0; id < t.n_ids; ++id) {
@@ -100,14 +104,22 @@ std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_
     if (piece::is_ascii(bytes, n)) continue;
     if (t.trie.find(bytes, n) != static_cast<int32_t>(id)) return nullptr;
     units_of(bytes, n, units);
+    // Merges reach the token (so a part of exactly its bytes is that token): one character's
+    // token goes in cjk_tokens_, two characters' with their pair.
+    const bool reached = split_left != nullptr && split_left[id] != piece::kNoSplit;
+    if (reached && units.size() == 1 && units[0].cp >= kCjkFirst && units[0].cp < kCjkEnd) {
+      cuts->cjk_tokens_[units[0].cp - kCjkFirst] = id;
+    }
+    const bool two_characters = reached && units.size() == 2 && units[0].cp != utf8::kInvalid &&
+                                units[1].cp != utf8::kInvalid && id + 1 < (uint32_t{1} << kTwoCharacterBits);
     for (size_t k = 1; k < units.size(); ++k) {
       const Unit& u = units[k - 1];
       const Unit& v = units[k];
       if (u.cp != utf8::kInvalid && v.cp != utf8::kInvalid) {
         if (u.cp >= 0x80 || v.cp >= 0x80) {
-          cuts->full_.insert(full_key(u.cp, v.cp));
-          if (u.cp < 0x10000) cuts->left_[u.cp >> 6] |= uint64_t{1} << (u.cp & 63);
-          if (v.cp < 0x10000) cuts->right_[v.cp >> 6] |= uint64_t{1} << (v.cp & 63);
+          const uint64_t key = full_key(u.cp, v.cp);
+          cuts->full_.insert(key, two_characters ? id + 1 : 0);
+          cuts->pair_bits_[pair_bit(key) >> 6] |= uint64_t{1} << (pair_bit(key) & 63);
         }
       } else if (u.len <= 4 && v.len <= 4 && u.len + v.len <= 7) {
         // (longer partial pairs cannot sit between two well-formed characters)
@@ -121,15 +133,23 @@ std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_
   return cuts;
 }
 
-bool SafeCuts::joinable(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const {
-  if ((cx | cy) < 0x80) return true;
-  if (left_side(cx) && right_side(cy) && full_.contains(full_key(cx, cy))) return true;
+uint32_t SafeCuts::join(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const {
+  if ((cx | cy) < 0x80) return kJoined;
+  const uint64_t key = full_key(cx, cy);
+  if (maybe_pair(key)) {
+    const int64_t token = full_.find(key);
+    if (token > 0) return static_cast<uint32_t>(token - 1);
+    if (token == 0) return kJoined;
+  }
   for (uint32_t lengths = partial_lengths_[uint32_t{x[xn - 1]} << 8 | y[0]]; lengths != 0; lengths &= lengths - 1) {
     const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(lengths));
     const uint32_t i = bit / 4 + 1, j = bit % 4 + 1;  // bytes of x's end and of y's start
-    if (i <= xn && j <= yn && (i < xn || j < yn) && partial_.contains(partial_key(x + xn - i, i, y, j))) return true;
+    if (i <= xn && j <= yn && (i < xn || j < yn) && partial_.find(partial_key(x + xn - i, i, y, j)) >= 0) return kJoined;
   }
-  return false;
+  return kCut;
 }
+
+template struct SafeCuts::KeySet<0>;
+template struct SafeCuts::KeySet<SafeCuts::kTwoCharacterBits>;
 
 }  // namespace crayon

@@ -24,12 +24,14 @@
 // since a token is its own BPE only when merges reach it (TiktokenEngine::encode_part).
 //
 // Which vocabularies: those with kMinCjkTokens or more CJK characters as tokens of their own
-// (o200k_base, Llama 3, Qwen2, DeepSeek-V3). Which pieces: longer than 8 bytes, led by a CJK
-// character (TiktokenEngine::encode_multi).
+// (o200k_base, Llama 3, Qwen2, DeepSeek-V3). Which pieces: longer than 8 bytes, holding a CJK
+// character (TiktokenEngine::encode_multi). Parts of one character, or of two that are a token,
+// come out with their token (for_each_part), the rest is the caller's to encode.
 //
-// Memory: per vocabulary, a table of 8-byte keys at most half full (o200k_base: 21k character
-// pairs with a non-ASCII side, 512 KiB) and a small one for partial pairs (619 for o200k_base).
-// Built on the first piece that could be cut, from the vocabulary (a trie lookup per non-ASCII
+// Memory: per vocabulary, a table of 8-byte slots at most half full (o200k_base: 21k character
+// pairs with a non-ASCII side, 512 KiB; DeepSeek-V3 33k, 1 MiB), a 32 KiB filter in front of it,
+// a small table for partial pairs (619 for o200k_base), 128 KiB of their lengths and the 112 KiB
+// table of one-character tokens. Built on the first piece that could be cut, from the vocabulary (a trie lookup per non-ASCII
 // token: 12-15 ms for o200k_base on this project's machines, once per engine), never from input
 // text.
 #pragma once
@@ -55,33 +57,58 @@ class SafeCuts {
   // `mergeable` (special tokens, absent ids) are not tokens BPE makes.
   // `min_cjk_tokens`: the threshold above (tests pass 0).
   static constexpr size_t kMinCjkTokens = 1500;
+  // `split_left` (n_ids entries, or null): the backtracking tables' left halves, which say which
+  // tokens merges reach (piece::kNoSplit: none do); the one-character parts' table below is
+  // filled from it.
   static std::unique_ptr<const SafeCuts> build(const BpeTables& t, const uint8_t* kinds = nullptr, uint8_t mergeable = 1,
-                                               size_t min_cjk_tokens = kMinCjkTokens);
+                                               size_t min_cjk_tokens = kMinCjkTokens,
+                                               const uint32_t* split_left = nullptr);
 
-  // Whether a token could cross the boundary between the well-formed characters x (xn bytes,
-  // code point cx) and y (yn bytes, code point cy).
-  bool joinable(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const;
+  // At the boundary between the well-formed characters x (xn bytes, code point cx) and y (yn
+  // bytes, code point cy): kCut when no token can cross it; else the token whose bytes are x y
+  // alone when there is one and merges reach it, else kJoined.
+  static constexpr uint32_t kCut = 0xFFFFFFFFu, kJoined = 0xFFFFFFFEu;
+  uint32_t join(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const;
+  bool joinable(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const {
+    return join(x, xn, cx, y, yn, cy) != kCut;
+  }
 
-  // Calls part(begin, end) for the parts of piece[0, n) between its safe cuts, in order (none
-  // for an empty piece).
+  // Calls part(begin, end, token) for the parts of piece[0, n) between its safe cuts, in order
+  // (none for an empty piece). `token` is the part's BPE when this already knows it to be one
+  // token: a part of one character of U+3000..U+9FFF (lead bytes E3-E9) that merges make a token
+  // of, or of two characters whose bytes are a token merges reach (most parts of a cut Chinese
+  // piece are one of the two); else kNoToken, and the part is the caller's to encode. Those
+  // tokens come from the decoding and the pair lookups the cuts make anyway, where the part's
+  // trie walk (three or six bytes, the deeper levels cold on new text), its split entry and a
+  // cache probe were four to eight loads.
+  static constexpr uint32_t kNoToken = 0xFFFFFFFFu;
   template <class Part>
   void for_each_part(const uint8_t* piece, size_t n, Part&& part) const {
     if (n == 0) return;
     const uint8_t* const end = piece + n;
     size_t begin = 0, prev = 0;
     utf8::Decoded x = utf8::decode(piece, end);
+    uint32_t known = one_character_token(x);
+    bool one_character = true;  // the current part is x alone
     for (size_t at = x.len; at < n;) {
       const utf8::Decoded y = utf8::decode(piece + at, end);
-      if (x.cp != utf8::kInvalid && y.cp != utf8::kInvalid &&
-          !joinable(piece + prev, x.len, x.cp, piece + at, y.len, y.cp)) {
-        part(begin, at);
+      const uint32_t j = x.cp != utf8::kInvalid && y.cp != utf8::kInvalid
+                             ? join(piece + prev, x.len, x.cp, piece + at, y.len, y.cp)
+                             : kJoined;
+      if (j == kCut) {
+        part(begin, at, known);
         begin = at;
+        known = one_character_token(y);
+        one_character = true;
+      } else {
+        known = one_character && j != kJoined ? j : kNoToken;
+        one_character = false;
       }
       prev = at;
       at += y.len;
       x = y;
     }
-    part(begin, n);
+    part(begin, n, known);
   }
 
   // Pairs recorded (tests and docs).
@@ -91,16 +118,21 @@ class SafeCuts {
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};
 
-  // Open addressing over 8-byte keys, linear probing, at most half full.
+  // Open addressing over keys of 64 - kValueBits bits, each with a value of kValueBits bits in the
+  // same slot (key << kValueBits | value), linear probing, at most half full. An all-ones slot is
+  // empty, so no key may be all ones.
+  template <unsigned kValueBits>
   struct KeySet {
     std::vector<uint64_t> slots = std::vector<uint64_t>(16, kEmpty);
     unsigned shift = 60;  // 64 - log2(slots.size())
     size_t count = 0;
-    void insert(uint64_t key);
-    bool contains(uint64_t key) const {
+    // Adds key, or gives a present key whose value is 0 the value `value` (< 2^kValueBits).
+    void insert(uint64_t key, uint64_t value = 0);
+    // The key's value, or -1 when it is absent.
+    int64_t find(uint64_t key) const {
       for (size_t i = home(key);; i = (i + 1) & (slots.size() - 1)) {
-        if (slots[i] == key) return true;
-        if (slots[i] == kEmpty) return false;
+        if (slots[i] >> kValueBits == key) return static_cast<int64_t>(slots[i] & ((uint64_t{1} << kValueBits) - 1));
+        if (slots[i] == kEmpty) return -1;
       }
     }
     size_t home(uint64_t key) const {
@@ -113,21 +145,37 @@ class SafeCuts {
   // A pair with a partial side: its bytes (at most 7 in all) and both lengths.
   static uint64_t partial_key(const uint8_t* l, uint32_t ln, const uint8_t* r, uint32_t rn);
 
-  // Whether a code point below 0x10000 is the left (right) side of some pair in full_: a boundary
-  // between characters that are not is not looked up there (8 KiB each; most CJK characters of a
-  // vocabulary sit on one side of few pairs, or none).
-  bool left_side(uint32_t cp) const { return cp >= 0x10000 || (left_[cp >> 6] >> (cp & 63) & 1); }
-  bool right_side(uint32_t cp) const { return cp >= 0x10000 || (right_[cp >> 6] >> (cp & 63) & 1); }
+  // A one-hash Bloom filter of full_'s keys, 2^18 bits (32 KiB), asked before full_: most
+  // boundaries inside a CJK piece are no pair (o200k_base Chinese: 13% are), and a probe of full_
+  // (512 KiB for o200k_base, 1 MiB for DeepSeek-V3) is a cache miss where this stays in cache.
+  // 21k keys (o200k_base) set 8% of its bits, 33k (DeepSeek-V3) 12%. It replaced two bitmaps of
+  // the pairs' left and right characters (64% of o200k_base's Chinese boundaries passed them).
+  static constexpr unsigned kPairBitsLog2 = 18;
+  static size_t pair_bit(uint64_t key) { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kPairBitsLog2)); }
+  bool maybe_pair(uint64_t key) const {
+    const size_t b = pair_bit(key);
+    return pair_bits_[b >> 6] >> (b & 63) & 1;
+  }
 
-  KeySet full_;     // whole characters, by code point
-  KeySet partial_;  // at least one side a partial character, by bytes
-  uint64_t left_[0x10000 / 64] = {};
-  uint64_t right_[0x10000 / 64] = {};
+  // The token of a character of U+3000..U+9FFF that merges reach, from a 112 KiB table filled
+  // from split_left at build (all kNoToken without it); kNoToken for any other character.
+  static constexpr uint32_t kCjkFirst = 0x3000, kCjkEnd = 0xA000;  // lead bytes E3-E9
+  uint32_t one_character_token(const utf8::Decoded& c) const {
+    return c.cp >= kCjkFirst && c.cp < kCjkEnd ? cjk_tokens_[c.cp - kCjkFirst] : kNoToken;
+  }
+
+  // Whole characters by code point (42 bits), valued 1 + the token of x y when there is one that
+  // merges reach (ids below 2^22 - 1; others are left out: those parts take the general way).
+  static constexpr unsigned kTwoCharacterBits = 22;
+  KeySet<kTwoCharacterBits> full_;
+  KeySet<0> partial_;  // at least one side a partial character, by bytes
+  uint64_t pair_bits_[(size_t{1} << kPairBitsLog2) / 64] = {};
   // By (last byte of the left side) * 256 + (first byte of the right side): the lengths of the
   // partial pairs with those bytes at their boundary, bit (left - 1) * 4 + (right - 1). A
   // boundary is looked up in partial_ only for those lengths (on o200k_base Chinese, 5% of the
   // boundaries have any, and trying every length cost 8 probes each). 128 KiB, little of it read.
   uint16_t partial_lengths_[256 * 256] = {};
+  std::vector<uint32_t> cjk_tokens_ = std::vector<uint32_t>(kCjkEnd - kCjkFirst, kNoToken);
 };
 
 }  // namespace crayon
