@@ -362,6 +362,15 @@ void TiktokenEngine::byte_pair_encode(const uint8_t* piece, size_t n, std::vecto
   bpe_encode_heap(bpe_, piece, n, out);
 }
 
+namespace {
+
+// Whether a piece holds a CJK lead byte (E3-E9: kana, CJK punctuation, the ideographs).
+bool has_cjk(const uint8_t* piece, size_t n) {
+  return std::any_of(piece, piece + n, [](uint8_t b) { return b >= 0xE3 && b <= 0xE9; });
+}
+
+}  // namespace
+
 void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
   const int32_t whole = piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
@@ -372,7 +381,8 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   // on one costs far more than a cache probe, so short ones go through the thread's PieceCache.
   // Single-token pieces never touch it (measured: caching them here too was slower); the
   // ShortPieceCache in front of this function (encode_piece_keyed) is what makes short ones cheap.
-  if (n <= PieceCache::kMaxLen) {
+  // Pieces the safe cuts take apart neither (their parts are mostly tokens the cuts name).
+  if (n <= PieceCache::kMaxLen && !(n > 8 && has_cjk(piece, n) && safe_cuts() != nullptr)) {
     PieceCache& cache = PieceCache::local();
     const PieceCache::Key key = PieceCache::make_key(piece, n);
     if (cache.find(owner_, key, out)) return;
@@ -402,7 +412,7 @@ void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<ui
   // boundary, and the checks would only cost. Anywhere in the piece, not only in front: a
   // SentencePiece word of Chinese is a whole paragraph behind however many U+2581 ("▁▁" leads
   // most of zh_xiyouji's), and the scan costs a byte compare where BPE costs a trie walk.
-  if (n > 8 && std::any_of(piece, piece + n, [](uint8_t b) { return b >= 0xE3 && b <= 0xE9; })) {
+  if (n > 8 && has_cjk(piece, n)) {
     if (const SafeCuts* cuts = safe_cuts()) {
       ShortPieceCache& hot = ShortPieceCache::local();
       const uint16_t tag = hot.tag_of(owner_);

@@ -133,15 +133,8 @@ std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_
   return cuts;
 }
 
-uint32_t SafeCuts::join(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const {
-  if ((cx | cy) < 0x80) return kJoined;
-  const uint64_t key = full_key(cx, cy);
-  if (maybe_pair(key)) {
-    const int64_t token = full_.find(key);
-    if (token > 0) return static_cast<uint32_t>(token - 1);
-    if (token == 0) return kJoined;
-  }
-  for (uint32_t lengths = partial_lengths_[uint32_t{x[xn - 1]} << 8 | y[0]]; lengths != 0; lengths &= lengths - 1) {
+uint32_t SafeCuts::join_partial(const uint8_t* x, uint32_t xn, const uint8_t* y, uint32_t yn, uint32_t lengths) const {
+  for (; lengths != 0; lengths &= lengths - 1) {
     const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(lengths));
     const uint32_t i = bit / 4 + 1, j = bit % 4 + 1;  // bytes of x's end and of y's start
     if (i <= xn && j <= yn && (i < xn || j < yn) && partial_.find(partial_key(x + xn - i, i, y, j)) >= 0) return kJoined;

@@ -68,7 +68,17 @@ class SafeCuts {
   // bytes, code point cy): kCut when no token can cross it; else the token whose bytes are x y
   // alone when there is one and merges reach it, else kJoined.
   static constexpr uint32_t kCut = 0xFFFFFFFFu, kJoined = 0xFFFFFFFEu;
-  uint32_t join(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const;
+  uint32_t join(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const {
+    if ((cx | cy) < 0x80) return kJoined;
+    const uint64_t key = full_key(cx, cy);
+    if (maybe_pair(key)) {
+      const int64_t token = full_.find(key);
+      if (token > 0) return static_cast<uint32_t>(token - 1);
+      if (token == 0) return kJoined;
+    }
+    const uint32_t lengths = partial_lengths_[uint32_t{x[xn - 1]} << 8 | y[0]];
+    return lengths == 0 ? kCut : join_partial(x, xn, y, yn, lengths);
+  }
   bool joinable(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const {
     return join(x, xn, cx, y, yn, cy) != kCut;
   }
@@ -142,6 +152,8 @@ class SafeCuts {
   };
 
   static uint64_t full_key(uint32_t cx, uint32_t cy) { return (uint64_t{cx} << 21) | cy; }
+  // join() where a partial pair of one of `lengths` (partial_lengths_) could sit at the boundary.
+  uint32_t join_partial(const uint8_t* x, uint32_t xn, const uint8_t* y, uint32_t yn, uint32_t lengths) const;
   // A pair with a partial side: its bytes (at most 7 in all) and both lengths.
   static uint64_t partial_key(const uint8_t* l, uint32_t ln, const uint8_t* r, uint32_t rn);
 
