@@ -180,22 +180,30 @@ struct SpinePairCheck {
   }
 };
 
-// tiktoken's quadratic merge loop for 1 <= n <= kSmallPiece: the ranks of adjacent parts, lowest
-// merged first (leftmost on ties), each part keeping its trie node so the rank of a merged pair is
-// a walk over the right part's bytes only. Returns the number of ids written, or kUseReference.
-CRAYON_HD int32_t encode_small(const PieceTables& t, const uint8_t* piece, uint32_t n, uint32_t* out) {
+// tiktoken's quadratic merge loop for 1 <= n <= kSmallPiece, from the m initial parts
+// piece[starts[i], starts[i + 1]) (starts[0] == 0, ascending, starts[m] == n; each part a token):
+// the ranks of adjacent parts, lowest merged first (leftmost on ties), each part keeping its trie
+// node so the rank of a merged pair is a walk over the right part's bytes only. Returns the number
+// of ids written, or kUseReference. From single bytes this is BPE itself (encode_small); from
+// larger parts only where the caller has shown that no merge crosses into a part before it is
+// whole and that no merge between whole parts is ranked before one that completes a part
+// (SafeCuts::whole_characters).
+CRAYON_HD int32_t encode_small_from(const PieceTables& t, const uint8_t* piece, uint32_t n, const uint32_t* starts,
+                                    uint32_t m, uint32_t* out) {
   constexpr uint32_t kNone = 0xFFFFFFFFu;
   uint32_t start[kSmallPiece + 1];  // part i is piece[start[i], start[i + 1])
   int32_t node[kSmallPiece];        // trie node of part i's bytes
   uint32_t rank[kSmallPiece];       // id of part i merged with part i + 1, or kNone
-  if (n == 0 || n > kSmallPiece) return kUseReference;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (t.byte_rank[piece[i]] < 0) return kUseReference;
-    start[i] = i;
-    node[i] = trie_child(t, 0, piece[i]);
+  if (n == 0 || n > kSmallPiece || m == 0 || m > n || starts[0] != 0 || starts[m] != n) return kUseReference;
+  for (uint32_t i = 0; i < m; ++i) {
+    if (starts[i + 1] <= starts[i]) return kUseReference;
+    start[i] = starts[i];
+    int32_t nd = 0;
+    for (uint32_t k = starts[i]; k < starts[i + 1] && nd >= 0; ++k) nd = trie_child(t, nd, piece[k]);
+    if (nd < 0) return kUseReference;  // a byte without a token, or a part that is not one
+    node[i] = nd;
   }
-  start[n] = n;
-  uint32_t m = n;
+  start[m] = n;
   // The node of part i + part i + 1: part i's node walked over part i + 1's bytes.
   auto joined = [&](uint32_t i) {
     int32_t nd = node[i];
@@ -228,6 +236,18 @@ CRAYON_HD int32_t encode_small(const PieceTables& t, const uint8_t* piece, uint3
     out[i] = r;
   }
   return static_cast<int32_t>(m);
+}
+
+// BPE of 1 <= n <= kSmallPiece bytes by the loop above, from single bytes.
+CRAYON_HD int32_t encode_small(const PieceTables& t, const uint8_t* piece, uint32_t n, uint32_t* out) {
+  uint32_t starts[kSmallPiece + 1];
+  if (n == 0 || n > kSmallPiece) return kUseReference;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (t.byte_rank[piece[i]] < 0) return kUseReference;
+    starts[i] = i;
+  }
+  starts[n] = n;
+  return encode_small_from(t, piece, n, starts, n, out);
 }
 
 // Linear-time exact BPE by backtracking (models/bpe_backtrack.h, (4)), for n >= 1. `check(a, b)`

@@ -1,6 +1,8 @@
 // SafeCuts (see safe_cuts.h): the adjacent pairs of every token, recorded once per vocabulary.
 #include "models/safe_cuts.h"
 
+#include <algorithm>
+
 #include "models/piece_encoder.h"
 
 namespace crayon {
@@ -94,6 +96,7 @@ std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_
   for (uint32_t s = 0; s < t.trie.size(); ++s) keys += t.trie.value_at(static_cast<int32_t>(s)) >= 0;
   size_t tokens = 0;
   std::vector<Unit> units;
+  std::vector<uint32_t> cjk_words;  // tokens of two or more characters of U+3000..U+9FFF
   for (uint32_t id = 0; id < t.n_ids; ++id) {
     const uint32_t a = t.token_offsets[id], b = t.token_offsets[id + 1];
     if (b <= a || (kinds != nullptr && kinds[id] != mergeable)) continue;
@@ -112,6 +115,11 @@ std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_
     }
     const bool two_characters = reached && units.size() == 2 && units[0].cp != utf8::kInvalid &&
                                 units[1].cp != utf8::kInvalid && id + 1 < (uint32_t{1} << kTwoCharacterBits);
+    if (units.size() >= 2 && std::all_of(units.begin(), units.end(), [](const Unit& u) {
+          return u.cp >= kCjkFirst && u.cp < kCjkEnd;
+        })) {
+      cjk_words.push_back(id);
+    }
     for (size_t k = 1; k < units.size(); ++k) {
       const Unit& u = units[k - 1];
       const Unit& v = units[k];
@@ -130,7 +138,43 @@ std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_
     }
   }
   if (tokens != keys) return nullptr;
+  if (split_left != nullptr) cuts->mark_char_level(t, cjk_words);
   return cuts;
+}
+
+void SafeCuts::mark_char_level(const BpeTables& t, const std::vector<uint32_t>& cjk_words) {
+  // When each character is whole: the highest rank among the merges of its own BPE (ranks are ids
+  // here, a token's rank the rank of the merge that makes it). A character of three bytes takes
+  // two merges: the lower-ranked of its two byte pairs that is a token, then the character.
+  std::vector<uint32_t> whole_at(kCjkEnd - kCjkFirst, 0);
+  for (uint32_t cp = kCjkFirst; cp < kCjkEnd; ++cp) {
+    const uint32_t id = cjk_tokens_[cp - kCjkFirst];
+    if (id == kNoToken) continue;
+    const uint8_t c[3] = {static_cast<uint8_t>(0xE0 | cp >> 12), static_cast<uint8_t>(0x80 | (cp >> 6 & 0x3F)),
+                          static_cast<uint8_t>(0x80 | (cp & 0x3F))};
+    const int32_t left = t.trie.find(c, 2), right = t.trie.find(c + 1, 2);
+    if (left < 0 && right < 0) continue;  // not a BPE of its bytes after all (damaged tables)
+    const uint32_t first = left < 0 ? static_cast<uint32_t>(right)
+                           : right < 0 ? static_cast<uint32_t>(left)
+                                       : static_cast<uint32_t>(std::min(left, right));
+    whole_at[cp - kCjkFirst] = std::max(first, id);
+    char_level_[(cp - kCjkFirst) >> 6] |= uint64_t{1} << ((cp - kCjkFirst) & 63);
+  }
+  // A token of such characters ranked at or before the merge that completes one of them takes all
+  // of its characters out.
+  std::vector<Unit> units;
+  for (const uint32_t id : cjk_words) {
+    const uint32_t a = t.token_offsets[id], b = t.token_offsets[id + 1];
+    units_of(t.token_bytes + a, b - a, units);
+    uint32_t latest = 0;
+    bool characters = true;
+    for (const Unit& u : units) {
+      characters = characters && u.cp >= kCjkFirst && u.cp < kCjkEnd && cjk_tokens_[u.cp - kCjkFirst] != kNoToken;
+      if (characters) latest = std::max(latest, whole_at[u.cp - kCjkFirst]);
+    }
+    if (!characters || id > latest) continue;
+    for (const Unit& u : units) char_level_[(u.cp - kCjkFirst) >> 6] &= ~(uint64_t{1} << ((u.cp - kCjkFirst) & 63));
+  }
 }
 
 uint32_t SafeCuts::join_partial(const uint8_t* x, uint32_t xn, const uint8_t* y, uint32_t yn, uint32_t lengths) const {

@@ -121,6 +121,28 @@ class SafeCuts {
     part(begin, n, known);
   }
 
+  // Whether part[0, n) may be BPE'd from its characters (piece::encode_small_from with a part per
+  // character) instead of from its bytes: n is 3 * (2..8), every character is one of U+3000..U+9FFF
+  // that merges make a token of and that sits in no token ranked before that character is whole
+  // (char_level_ below), and no partial pair can sit at a boundary between them. Then, in BPE of
+  // the bytes, no merge crosses a boundary but between whole characters (a token crossing one
+  // holds whole characters: else it would be a partial pair at the first or last boundary it
+  // crosses), each character's own merges run as they would alone, and a merge across is ranked
+  // after every merge that completes a character it holds (so no pair between characters is held
+  // back by an unfinished neighbour): the merges between characters come in the order of BPE
+  // from the characters.
+  bool whole_characters(const uint8_t* part, size_t n) const {
+    if (n < 6 || n > 24 || n % 3 != 0) return false;
+    for (size_t i = 0; i < n; i += 3) {
+      const uint8_t* c = part + i;
+      if (c[0] < 0xE3 || c[0] > 0xE9 || !utf8::is_continuation(c[1]) || !utf8::is_continuation(c[2])) return false;
+      const uint32_t cp = (uint32_t{c[0]} & 0x0F) << 12 | (uint32_t{c[1]} & 0x3F) << 6 | (c[2] & 0x3F);
+      if (!(char_level_[(cp - kCjkFirst) >> 6] >> ((cp - kCjkFirst) & 63) & 1)) return false;
+      if (i > 0 && partial_lengths_[uint32_t{c[-1]} << 8 | c[0]] != 0) return false;
+    }
+    return true;
+  }
+
   // Pairs recorded (tests and docs).
   size_t full_pairs() const { return full_.count; }
   size_t partial_pairs() const { return partial_.count; }
@@ -152,6 +174,9 @@ class SafeCuts {
   };
 
   static uint64_t full_key(uint32_t cx, uint32_t cy) { return (uint64_t{cx} << 21) | cy; }
+  // Fills char_level_ (build, with split_left), given the tokens of two or more characters of
+  // U+3000..U+9FFF.
+  void mark_char_level(const BpeTables& t, const std::vector<uint32_t>& cjk_words);
   // join() where a partial pair of one of `lengths` (partial_lengths_) could sit at the boundary.
   uint32_t join_partial(const uint8_t* x, uint32_t xn, const uint8_t* y, uint32_t yn, uint32_t lengths) const;
   // A pair with a partial side: its bytes (at most 7 in all) and both lengths.
@@ -188,6 +213,10 @@ class SafeCuts {
   // boundaries have any, and trying every length cost 8 probes each). 128 KiB, little of it read.
   uint16_t partial_lengths_[256 * 256] = {};
   std::vector<uint32_t> cjk_tokens_ = std::vector<uint32_t>(kCjkEnd - kCjkFirst, kNoToken);
+  // By code point - kCjkFirst: the characters whole_characters() takes (those with a token in
+  // cjk_tokens_, less those held by a token of whole characters ranked before some character it
+  // holds is whole: 26 tokens of o200k_base, 10 of DeepSeek-V3's, 32 of Qwen2's).
+  std::vector<uint64_t> char_level_ = std::vector<uint64_t>((kCjkEnd - kCjkFirst) / 64, 0);
 };
 
 }  // namespace crayon
