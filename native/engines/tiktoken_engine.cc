@@ -429,25 +429,25 @@ void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<ui
 
 void TiktokenEngine::encode_part(const SafeCuts& cuts, ShortPieceCache& hot, uint16_t tag, const uint8_t* part,
                                  size_t n, std::vector<uint32_t>& out) const {
-  // A part is BPE'd as it is: a token is its own BPE only when merges reach it (the split
-  // tables say so), which tiktoken's whole-piece shortcut does not ask of a whole piece. Most
-  // parts are such a token, and their short walk stays in the trie's hot lines; the others
-  // (a character of two or three byte tokens, a pair of characters) go through the cache.
-  const int32_t whole = pieces_.split_left != nullptr ? piece::whole_token(pieces_, part, n) : -1;
-  if (whole >= 0 && pieces_.split_left[whole] != piece::kNoSplit) return out.push_back(static_cast<uint32_t>(whole));
-  if (n > ShortPieceCache::kMaxLen) return encode_part_bpe(cuts, part, n, out);
+  // The parts that get here are the ones the cuts could not name: mostly three characters or
+  // more, whose trie walk reaches levels that are cold on new text, so the thread's cache is
+  // asked first. A part is BPE'd as it is: a token is its own BPE only when merges reach it (the
+  // split tables say so), which tiktoken's whole-piece shortcut does not ask of a whole piece.
+  if (n > ShortPieceCache::kMaxLen) return encode_part_uncached(cuts, part, n, out);
   uint8_t padded[ShortPieceCache::kMaxLen] = {};  // make_key reads 16 bytes
   std::memcpy(padded, part, n);
   const ShortPieceCache::Key key = ShortPieceCache::make_key(padded, n, tag, /*part=*/true);
   if (hot.find(tag, key, out)) return;
   const size_t before = out.size();
-  encode_part_bpe(cuts, part, n, out);
+  encode_part_uncached(cuts, part, n, out);
   hot.put(tag, key, out.data() + before, out.size() - before);
 }
 
-void TiktokenEngine::encode_part_bpe(const SafeCuts& cuts, const uint8_t* part, size_t n, std::vector<uint32_t>& out) const {
+void TiktokenEngine::encode_part_uncached(const SafeCuts& cuts, const uint8_t* part, size_t n,
+                                          std::vector<uint32_t>& out) const {
   // Characters that BPE may take whole (SafeCuts::whole_characters): the quadratic loop over at
-  // most 8 of them, where backtracking over their bytes cost a pair check per candidate.
+  // most 8 of them, where backtracking over their bytes cost a pair check per candidate. It is
+  // BPE, so a part that is a token merges reach comes out as that token without a walk first.
   if (cuts.whole_characters(part, n)) {
     uint32_t starts[piece::kSmallPiece / 3 + 1], ids[piece::kSmallPiece / 3];
     const uint32_t m = static_cast<uint32_t>(n / 3);
@@ -455,6 +455,8 @@ void TiktokenEngine::encode_part_bpe(const SafeCuts& cuts, const uint8_t* part, 
     const int32_t got = piece::encode_small_from(pieces_, part, static_cast<uint32_t>(n), starts, m, ids);
     if (got > 0) return out.insert(out.end(), ids, ids + got), void();
   }
+  const int32_t whole = pieces_.split_left != nullptr ? piece::whole_token(pieces_, part, n) : -1;
+  if (whole >= 0 && pieces_.split_left[whole] != piece::kNoSplit) return out.push_back(static_cast<uint32_t>(whole));
   bpe_encode_multi(bpe_, pieces_, owner_, part, n, out);
 }
 

@@ -172,7 +172,7 @@ class TiktokenEngine {
   // BPE of one part of a cut piece (no whole-piece shortcut), through the ShortPieceCache.
   void encode_part(const SafeCuts& cuts, ShortPieceCache& hot, uint16_t tag, const uint8_t* part, size_t n,
                    std::vector<uint32_t>& out) const;
-  void encode_part_bpe(const SafeCuts& cuts, const uint8_t* part, size_t n, std::vector<uint32_t>& out) const;
+  void encode_part_uncached(const SafeCuts& cuts, const uint8_t* part, size_t n, std::vector<uint32_t>& out) const;
   // The vocabulary's safe cuts, built on first use (null: no cuts, see SafeCuts::build).
   const SafeCuts* safe_cuts() const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
