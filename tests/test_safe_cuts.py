@@ -118,6 +118,16 @@ def test_one_and_two_character_tokens(encodings):
     _assert_same(ref, ours, [han() + word + han() for word in short])
 
 
+def test_whole_pieces_that_are_tokens(encodings):
+    """A CJK token of three characters or more, alone: one piece the cuts cannot cut (the token
+    crosses every boundary in it), which must come out as that token by tiktoken's whole-piece
+    rule even where BPE of its bytes would not reach it (Llama 3's "しない")."""
+    ref, ours = encodings
+    words = [t.decode("utf-8") for t in _wide_tokens(ref, whole=True) if len(t) >= 9]
+    assert len(words) > 50
+    _assert_same(ref, ours, words)
+
+
 def test_cjk_behind_other_letters(encodings):
     """Pieces in which CJK characters come only after other letters (o200k_base's pattern keeps
     "abc中文" or "한국中文" one piece): they are cut too, wherever the first CJK character sits."""

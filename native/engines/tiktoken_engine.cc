@@ -372,6 +372,7 @@ bool has_cjk(const uint8_t* piece, size_t n) {
 }  // namespace
 
 void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  if (const SafeCuts* cuts = cuts_for(piece, n)) return encode_cut(*cuts, piece, n, out);
   const int32_t whole = piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
@@ -381,50 +382,54 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   // on one costs far more than a cache probe, so short ones go through the thread's PieceCache.
   // Single-token pieces never touch it (measured: caching them here too was slower); the
   // ShortPieceCache in front of this function (encode_piece_keyed) is what makes short ones cheap.
-  // Pieces the safe cuts take apart neither (their parts are mostly tokens the cuts name).
-  if (n <= PieceCache::kMaxLen && !(n > 8 && has_cjk(piece, n) && safe_cuts() != nullptr)) {
+  if (n <= PieceCache::kMaxLen) {
     PieceCache& cache = PieceCache::local();
     const PieceCache::Key key = PieceCache::make_key(piece, n);
     if (cache.find(owner_, key, out)) return;
     const size_t first = out.size();
-    encode_multi(piece, n, out);
+    bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
     cache.put(owner_, key, out.data() + first, out.size() - first);
     return;
   }
-  encode_multi(piece, n, out);
+  bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
 }
 
 void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  if (const SafeCuts* cuts = cuts_for(piece, n)) return encode_cut(*cuts, piece, n, out);
   const int32_t whole = piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
   } else {
-    encode_multi(piece, n, out);
+    bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
   }
 }
 
-void TiktokenEngine::encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+const SafeCuts* TiktokenEngine::cuts_for(const uint8_t* piece, size_t n) const {
   // A piece holding CJK characters (lead bytes E3-E9: kana, CJK punctuation, the ideographs) is
   // cut where no token crosses (models/safe_cuts.h): its parts are mostly one or two characters,
-  // whose ids repeat and are kept in the ShortPieceCache, where backtracking over the whole run
-  // checked a pair per candidate. Past the lengths encode_small takes, and only where such a
-  // character occurs: in Hangul, Thai, Indic, Latin or Cyrillic words tokens cross nearly every
-  // boundary, and the checks would only cost. Anywhere in the piece, not only in front: a
-  // SentencePiece word of Chinese is a whole paragraph behind however many U+2581 ("▁▁" leads
-  // most of zh_xiyouji's), and the scan costs a byte compare where BPE costs a trie walk.
-  if (n > 8 && has_cjk(piece, n)) {
-    if (const SafeCuts* cuts = safe_cuts()) {
-      ShortPieceCache& hot = ShortPieceCache::local();
-      const uint16_t tag = hot.tag_of(owner_);
-      cuts->for_each_part(piece, n, [&](size_t a, size_t b, uint32_t token) {
-        if (token != SafeCuts::kNoToken) return out.push_back(token);
-        if (b - a == n) return bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);  // no cut
-        encode_part(*cuts, hot, tag, piece + a, b - a, out);
-      });
-      return;
-    }
-  }
-  bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
+  // whose tokens the cuts name, where backtracking over the whole run checked a pair per
+  // candidate. Past the lengths encode_small takes, and only where such a character occurs: in
+  // Hangul, Thai, Indic, Latin or Cyrillic words tokens cross nearly every boundary, and the
+  // checks would only cost. Anywhere in the piece, not only in front: a SentencePiece word of
+  // Chinese is a whole paragraph behind however many U+2581 ("▁▁" leads most of zh_xiyouji's),
+  // and the scan costs a byte compare where BPE costs a trie walk.
+  return n > 8 && has_cjk(piece, n) ? safe_cuts() : nullptr;
+}
+
+void TiktokenEngine::encode_cut(const SafeCuts& cuts, const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  // Such a piece skips the PieceCache (its parts are mostly named, and on new text the probe and
+  // the store are misses) and the whole-piece walk unless no cut is made: a piece that is a
+  // token crosses every boundary inside it, so one cut shows it is not (that walk, three to nine
+  // bytes deep before it fails, was a tenth of DeepSeek-V3's time on Chinese).
+  ShortPieceCache& hot = ShortPieceCache::local();
+  const uint16_t tag = hot.tag_of(owner_);
+  cuts.for_each_part(piece, n, [&](size_t a, size_t b, uint32_t token) {
+    if (token != SafeCuts::kNoToken) return out.push_back(token);
+    if (b - a < n) return encode_part(cuts, hot, tag, piece + a, b - a, out);
+    const int32_t whole = piece::whole_token(pieces_, piece, n);  // no cut: tiktoken's shortcut
+    if (whole >= 0) return out.push_back(static_cast<uint32_t>(whole));
+    bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
+  });
 }
 
 void TiktokenEngine::encode_part(const SafeCuts& cuts, ShortPieceCache& hot, uint16_t tag, const uint8_t* part,

@@ -167,8 +167,10 @@ class TiktokenEngine {
       std::string_view text, const std::vector<uint8_t>& allowed) const;
 
  private:
-  // BPE of a piece that is not a single token.
-  void encode_multi(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // The safe cuts for a piece they take apart (null: encode it whole).
+  const SafeCuts* cuts_for(const uint8_t* piece, size_t n) const;
+  // A piece cuts_for() takes apart: its parts, each named or encoded alone (encode_part).
+  void encode_cut(const SafeCuts& cuts, const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // BPE of one part of a cut piece (no whole-piece shortcut), through the ShortPieceCache.
   void encode_part(const SafeCuts& cuts, ShortPieceCache& hot, uint16_t tag, const uint8_t* part, size_t n,
                    std::vector<uint32_t>& out) const;
