@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::vector<std::unique_ptr<const SafeCuts>> cuts = [] {
     std::vector<std::unique_ptr<const SafeCuts>> v;
     for (const auto& e : tik) {
-      v.push_back(SafeCuts::build(e->bpe_tables(), e->token_kinds(), static_cast<uint8_t>(TokenKind::kMergeable), 0,
+      v.push_back(SafeCuts::build(e->bpe_tables(), e->token_kinds(), static_cast<uint8_t>(TokenKind::kMergeable),
                                   e->piece_tables().split_left));
     }
     return v;

@@ -467,7 +467,7 @@ void TiktokenEngine::encode_part_uncached(const SafeCuts& cuts, const uint8_t* p
 
 const SafeCuts* TiktokenEngine::safe_cuts() const {
   std::call_once(cuts_once_, [&] { cuts_ = SafeCuts::build(bpe_, kinds_, static_cast<uint8_t>(TokenKind::kMergeable),
-                                                       SafeCuts::kMinCjkTokens, pieces_.split_left); });
+                                                       pieces_.split_left); });
   return cuts_.get();
 }
 

@@ -76,16 +76,7 @@ uint64_t SafeCuts::partial_key(const uint8_t* l, uint32_t ln, const uint8_t* r, 
 }
 
 std::unique_ptr<const SafeCuts> SafeCuts::build(const BpeTables& t, const uint8_t* kinds, uint8_t mergeable,
-                                                size_t min_cjk_tokens, const uint32_t* split_left) {
-  // First the cheap question: does the vocabulary hold CJK characters as tokens of their own?
-  size_t cjk = 0;
-  for (uint32_t id = 0; id < t.n_ids; ++id) {
-    const uint32_t a = t.token_offsets[id], b = t.token_offsets[id + 1];
-    if (b != a + 3 || b > t.token_bytes_size) continue;
-    const uint8_t* bytes = t.token_bytes + a;
-    cjk += bytes[0] >= 0xE3 && bytes[0] <= 0xE9 && utf8::decode(bytes, bytes + 3).cp != utf8::kInvalid;
-  }
-  if (cjk < min_cjk_tokens) return nullptr;
+                                                const uint32_t* split_left) {
   auto cuts = std::make_unique<SafeCuts>();
   // The trie's keys must be the token table's mergeable strings: every one with a byte >= 0x80
   // (the only ones whose pairs a cut can meet: pairs of ASCII characters are never cut) is looked

@@ -23,10 +23,12 @@
 // it is: tiktoken's shortcut (a whole piece that is a token is that token) does not hold for parts,
 // since a token is its own BPE only when merges reach it (TiktokenEngine::encode_part).
 //
-// Which vocabularies: those with kMinCjkTokens or more CJK characters as tokens of their own
-// (o200k_base, Llama 3, Qwen2, DeepSeek-V3). Which pieces: longer than 8 bytes, holding a CJK
-// character (TiktokenEngine::encode_multi). Parts of one character, or of two that are a token,
-// come out with their token (for_each_part), the rest is the caller's to encode.
+// Which vocabularies: every one (until the ninth session only those with 1,500 or more CJK
+// characters as tokens of their own: with few, most parts were a character of byte tokens and
+// cutting was slower than backtracking over the run; since parts are named and BPE'd from their
+// characters, cl100k_base's Chinese is 1.8x faster cut). Which pieces: longer than 8 bytes,
+// holding a CJK character (TiktokenEngine::cuts_for). Parts of one character, or of two that are a
+// token, come out with their token (for_each_part), the rest is the caller's to encode.
 //
 // Memory: per vocabulary, a table of 8-byte slots at most half full (o200k_base: 21k character
 // pairs with a non-ASCII side, 512 KiB; DeepSeek-V3 33k, 1 MiB), a 32 KiB filter in front of it,
@@ -49,19 +51,13 @@ namespace crayon {
 class SafeCuts {
  public:
   // The cuts of the mergeable tokens of `t` (the trie's keys), or null when the trie and the
-  // token bytes disagree (a damaged vocabulary: then no piece is cut), or when fewer than
-  // kMinCjkTokens CJK characters are tokens of their own: then most parts would be a character
-  // of several byte tokens, and cutting measured slower than backtracking over the whole run
-  // (cl100k_base, 659 such tokens: Chinese 6% slower; o200k_base, 2,695: 26% faster).
+  // token bytes disagree (a damaged vocabulary: then no piece is cut).
   // `kinds` (n_ids entries, or null when every id with bytes is mergeable): ids whose kind is not
   // `mergeable` (special tokens, absent ids) are not tokens BPE makes.
-  // `min_cjk_tokens`: the threshold above (tests pass 0).
-  static constexpr size_t kMinCjkTokens = 1500;
   // `split_left` (n_ids entries, or null): the backtracking tables' left halves, which say which
-  // tokens merges reach (piece::kNoSplit: none do); the one-character parts' table below is
-  // filled from it.
+  // tokens merges reach (piece::kNoSplit: none do); the named parts and characters() come from
+  // it (without it, no part is named and characters() takes none).
   static std::unique_ptr<const SafeCuts> build(const BpeTables& t, const uint8_t* kinds = nullptr, uint8_t mergeable = 1,
-                                               size_t min_cjk_tokens = kMinCjkTokens,
                                                const uint32_t* split_left = nullptr);
 
   // At the boundary between the well-formed characters x (xn bytes, code point cx) and y (yn
