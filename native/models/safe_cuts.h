@@ -17,7 +17,7 @@
 // characters X and Y holds, at that place, X (or a suffix of X's bytes, when the token starts
 // inside X) followed by Y (or a prefix of Y's bytes). build() records every such adjacent pair of
 // every token: pairs of whole characters by code point, pairs with a partial side by their bytes.
-// joinable() answers true whenever any of them could sit at the boundary, so a cut is made only
+// join() answers kCut only where none of them could sit at the boundary, so a cut is made only
 // where no token can cross. Only boundaries between two well-formed characters are ever cut, and
 // never between two ASCII characters (their pairs are not recorded). A part must then be BPE'd as
 // it is: tiktoken's shortcut (a whole piece that is a token is that token) does not hold for parts,
@@ -32,10 +32,10 @@
 //
 // Memory: per vocabulary, a table of 8-byte slots at most half full (o200k_base: 21k character
 // pairs with a non-ASCII side, 512 KiB; DeepSeek-V3 33k, 1 MiB), a 32 KiB filter in front of it,
-// a small table for partial pairs (619 for o200k_base), 128 KiB of their lengths and the 112 KiB
-// table of one-character tokens. Built on the first piece that could be cut, from the vocabulary (a trie lookup per non-ASCII
-// token: 12-15 ms for o200k_base on this project's machines, once per engine), never from input
-// text.
+// a small table for partial pairs (619 for o200k_base), 128 KiB of their lengths, the 112 KiB
+// table of one-character tokens and a 3.5 KiB bitmap for whole_characters(). Built on the first
+// piece that could be cut, from the vocabulary (a trie lookup per non-ASCII token: 9-15 ms for
+// o200k_base on this project's machines, once per engine), never from input text.
 #pragma once
 
 #include <cstddef>
@@ -55,8 +55,8 @@ class SafeCuts {
   // `kinds` (n_ids entries, or null when every id with bytes is mergeable): ids whose kind is not
   // `mergeable` (special tokens, absent ids) are not tokens BPE makes.
   // `split_left` (n_ids entries, or null): the backtracking tables' left halves, which say which
-  // tokens merges reach (piece::kNoSplit: none do); the named parts and characters() come from
-  // it (without it, no part is named and characters() takes none).
+  // tokens merges reach (piece::kNoSplit: none do); the named parts and whole_characters() come
+  // from it (without it, no part is named and whole_characters() takes none).
   static std::unique_ptr<const SafeCuts> build(const BpeTables& t, const uint8_t* kinds = nullptr, uint8_t mergeable = 1,
                                                const uint32_t* split_left = nullptr);
 
@@ -74,9 +74,6 @@ class SafeCuts {
     }
     const uint32_t lengths = partial_lengths_[uint32_t{x[xn - 1]} << 8 | y[0]];
     return lengths == 0 ? kCut : join_partial(x, xn, y, yn, lengths);
-  }
-  bool joinable(const uint8_t* x, uint32_t xn, uint32_t cx, const uint8_t* y, uint32_t yn, uint32_t cy) const {
-    return join(x, xn, cx, y, yn, cy) != kCut;
   }
 
   // Calls part(begin, end, token) for the parts of piece[0, n) between its safe cuts, in order
