@@ -264,6 +264,17 @@ size_t deepseek_piece_end(std::string_view text, size_t pos) {
     if (!search_deepseek_words(text.substr(0, e), pos, ms, me)) return e;
     return ms == pos ? me : ms;
   }
+  // Punctuation or a symbol outside ASCII (Chinese text's ，。“”): `words` matches at pos with
+  // alternative 3, the PS run and then the NL run, and the only cuts that can end it early are
+  // cjk characters inside the PS run (U+30FB, U+30A0 are P); digits and cjk letters are no PS
+  // and \r \n no cut. So the piece is that run up to the first cjk character, then the NL run:
+  // what the search below gives, without searching twice (once on the whole text, once up to
+  // the cut after the piece, where most of these pieces end).
+  if (c.len > 1 && (c.cls & kPS)) {
+    size_t e = pos + c.len;
+    for (Char d = t.at(e); (d.cls & kPS) && !cjk_at(s, n, e); d = t.at(e)) e += d.len;
+    return t.run(e, kNl);
+  }
   // words, on the text between two cuts (a digit or a cjk character: the earlier Splits made
   // those pieces of their own). Searched on the whole text first; that answer stands unless a cut
   // lies among the characters the search looked at: up to its end, the whitespace run continuing
