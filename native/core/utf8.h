@@ -25,6 +25,11 @@ inline bool is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
 // not a check that they follow.
 inline uint32_t sequence_length(uint8_t b) { return b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; }
 
+// The code point of the three bytes at p, which must be a well-formed three-byte character.
+inline uint32_t three_byte_cp(const uint8_t* p) {
+  return (uint32_t{p[0]} & 0x0F) << 12 | (uint32_t{p[1]} & 0x3F) << 6 | (p[2] & 0x3Fu);
+}
+
 // Decodes the character at p; requires p < end.
 inline Decoded decode(const uint8_t* p, const uint8_t* end) {
   const uint32_t b0 = p[0];
@@ -42,7 +47,7 @@ inline Decoded decode(const uint8_t* p, const uint8_t* end) {
     // E0 needs A0..BF (no overlongs); ED needs 80..9F (no surrogates).
     const uint32_t lo = b0 == 0xE0 ? 0xA0 : 0x80, hi = b0 == 0xED ? 0x9F : 0xBF;
     if (b1 < lo || b1 > hi || !cont(b2)) return {kInvalid, 1};
-    return {((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), 3};
+    return {three_byte_cp(p), 3};
   }
   if (b0 < 0xF5) {
     if (avail < 4) return {kInvalid, 1};

@@ -141,8 +141,9 @@ void SafeCuts::mark_char_level(const BpeTables& t, const std::vector<uint32_t>& 
   for (uint32_t cp = kCjkFirst; cp < kCjkEnd; ++cp) {
     const uint32_t id = cjk_tokens_[cp - kCjkFirst];
     if (id == kNoToken) continue;
-    const uint8_t c[3] = {static_cast<uint8_t>(0xE0 | cp >> 12), static_cast<uint8_t>(0x80 | (cp >> 6 & 0x3F)),
-                          static_cast<uint8_t>(0x80 | (cp & 0x3F))};
+    char bytes[4];
+    utf8::encode(cp, bytes);
+    const auto* c = reinterpret_cast<const uint8_t*>(bytes);
     const int32_t left = t.trie.find(c, 2), right = t.trie.find(c + 1, 2);
     if (left < 0 && right < 0) continue;  // not a BPE of its bytes after all (damaged tables)
     const uint32_t first = left < 0 ? static_cast<uint32_t>(right)

@@ -129,7 +129,7 @@ class SafeCuts {
     for (size_t i = 0; i < n; i += 3) {
       const uint8_t* c = part + i;
       if (c[0] < 0xE3 || c[0] > 0xE9 || !utf8::is_continuation(c[1]) || !utf8::is_continuation(c[2])) return false;
-      const uint32_t cp = (uint32_t{c[0]} & 0x0F) << 12 | (uint32_t{c[1]} & 0x3F) << 6 | (c[2] & 0x3F);
+      const uint32_t cp = utf8::three_byte_cp(c);
       if (!(char_level_[(cp - kCjkFirst) >> 6] >> ((cp - kCjkFirst) & 63) & 1)) return false;
       if (i > 0 && partial_lengths_[uint32_t{c[-1]} << 8 | c[0]] != 0) return false;
     }

@@ -176,7 +176,7 @@ bool cjk_letters_only(const uint8_t* s, size_t from, size_t to) {
     return t;
   }();
   for (size_t i = from; i < to; i += 3) {  // the class's characters are all three bytes long
-    const uint32_t cp = uint32_t{s[i] & 0x0Fu} << 12 | uint32_t{s[i + 1] & 0x3Fu} << 6 | (s[i + 2] & 0x3Fu);
+    const uint32_t cp = utf8::three_byte_cp(s + i);
     if (cp < 0x4E00 && !kana[cp - 0x3040]) return false;
   }
   return true;
