@@ -133,6 +133,71 @@ def test_lazy_encoding_keeps_the_state_of_its_call():
     assert fields(enc) == want
 
 
+def test_lazy_batch_encodings_made_natively_keep_their_call(monkeypatch):
+    """encode_batch's lazy encodings are made by the engine as the lists are (on two threads the
+    calling thread makes them while the other encodes): each is lazy until read, builds from its
+    own text with the settings of its call, and a malformed `lazy` spec is a TypeError."""
+    from crayon_hf import Tokenizer
+
+    tok = Tokenizer.from_file(require_shared(VOCAB / "hf" / "llama3_1" / "tokenizer.json"))
+    docs = short_docs(200) + ["Hello <|eot_id|> world", ""]
+    monkeypatch.setenv("CRAYON_NUM_THREADS", "2")
+    got = tok.encode_batch(docs)
+    assert all(is_lazy(e) for e in got)
+    want = [fields(eager(tok, d)) for d in docs]
+    tok.add_tokens(["wor"])
+    tok.enable_truncation(2)
+    assert [fields(e) for e in got] == want
+    assert not any(is_lazy(e) for e in got)
+    for spec in ((1, 2), (type(got[0]),), "x"):
+        with pytest.raises(TypeError):
+            tok._engine.encode_batch_id_lists(docs[:3], False, 1, [], [], lazy=spec)
+
+
+class _Box:
+    pass
+
+
+def in_a_cycle(ids: list) -> "weakref.ref":
+    """A weak reference to an object that, with `ids`, makes a cycle nothing else holds."""
+    import weakref
+
+    box = _Box()
+    ids.append(box)
+    box.ids = ids
+    return weakref.ref(box)
+
+
+def test_batch_calls_leave_the_gc_as_they_found_it(monkeypatch):
+    """The batch calls hold the cyclic GC off while they build results (GcPause in
+    native/python/bindings.cc): gc.isenabled() is what it was before the call, enabled or not, and
+    the lists they return are tracked as any list is (a cycle through one is collected)."""
+    import gc
+
+    import crayon_hf.tiktoken as tk
+    from crayon_hf import Tokenizer
+
+    tok = Tokenizer.from_file(require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json"))
+    enc = tk.get_encoding("cl100k_base")
+    docs = short_docs(300)
+    monkeypatch.setenv("CRAYON_NUM_THREADS", "2")
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False, True):
+            gc.enable() if enabled else gc.disable()
+            batch = tok.encode_batch(docs)
+            lists = enc.encode_ordinary_batch(docs, num_threads=2)
+            assert gc.isenabled() is enabled
+            assert [e.ids for e in batch] == [e.ids for e in tok.encode_batch(docs[:1] + docs[1:])]
+            assert lists == [enc.encode_ordinary(d) for d in docs]
+
+            for gone in (in_a_cycle(batch.pop().ids), in_a_cycle(lists.pop())):
+                gc.collect()
+                assert gone() is None
+    finally:
+        gc.enable() if was else gc.disable()
+
+
 @pytest.mark.parametrize("folder", ["gpt2", "llama3_1", "qwen2_5", "bert_base_uncased", "mistral_v0_1"])
 def test_lazy_encode_batch_equals_reference(folder):
     ours, ref = load_pair(folder)

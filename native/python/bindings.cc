@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -380,6 +381,29 @@ TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& tex
   return b;
 }
 
+// The cyclic GC held off while the calling thread builds a run of a batch's results under the GIL.
+// On CPython 3.10 and 3.11 a collection starts inside the allocation that crosses the threshold:
+// a batch of 10,000 lists of 150 ints set off ~40 young collections and ~4 older ones, each
+// traversing every young list's items (a load of each int), which was ~17% of a one-thread
+// `encode_batch` on short documents and all of it serial on the calling thread. Paused, the
+// objects are counted as usual and one collection takes them all at the first allocation after
+// the pause; from 3.12 on CPython itself defers a collection to the next bytecode boundary, which
+// this matches. The pause never outlives the GIL held around it, and nothing inside it runs
+// Python code (no collection, hence no finalizer), so no other thread can see or change the
+// GC's state meanwhile: a gc.disable() made elsewhere is never undone.
+class GcPause {
+ public:
+  GcPause() : was_enabled_(PyGC_Disable() != 0) {}
+  ~GcPause() {
+    if (was_enabled_) PyGC_Enable();
+  }
+  GcPause(const GcPause&) = delete;
+  GcPause& operator=(const GcPause&) = delete;
+
+ private:
+  bool was_enabled_;
+};
+
 // encode_batch's lists, built while the batch is encoded. Python objects need the GIL, so
 // building them after the encoding would leave every other core idle for that time. Instead the
 // calling thread, between documents of its own, takes the GIL and turns each run of finished
@@ -396,6 +420,7 @@ py::object encode_tiktoken_batch_lists(const PyEngine& pe, const py::list& texts
   size_t built = 0;  // result[0, built) are lists (touched by the caller thread only)
   const std::thread::id caller = std::this_thread::get_id();
   auto build_ready = [&](TiktokenBatch& batch) {  // needs the GIL; finished texts' ids are ours
+    const GcPause pause;
     std::vector<std::vector<uint32_t>>& ids = batch.ids;
     while (built < n && ready[built].load(std::memory_order_acquire)) {
       PyList_SET_ITEM(result.ptr(), static_cast<Py_ssize_t>(built), pe.to_list(ids[built]).release().ptr());
@@ -442,6 +467,45 @@ py::dict cartridge_info(const Cartridge& c) {
 
 
 // ---- tokenizer.json engine ----------------------------------------------------------------------
+
+// encode_batch_id_lists' lazy encodings: what Encoding._lazy(ids, build, text) does
+// (src/crayon_hf/_hf/encoding.py), done here for every text of a batch instead of by a Python
+// loop after it, so that on several threads the calling thread makes them while the others
+// encode (a serial tail of ~1 us per text otherwise). The slots and the cache's keys are
+// Encoding's own: `_cache` = {0 (ID): ids, "unshared": True}, `_build` = build, `_text` = text.
+class LazyEncodings {
+ public:
+  explicit LazyEncodings(const py::object& spec) {
+    const py::tuple t = spec.cast<py::tuple>();
+    if (t.size() != 2 || !PyType_Check(t[0].ptr()))
+      throw py::type_error("lazy must be (Encoding class, build function)");
+    cls_ = t[0];
+    build_ = t[1];
+  }
+
+  // A new reference: object.__new__(cls) with the lazy slots set; takes the id list over.
+  PyObject* make(py::list ids, PyObject* text) const {
+    py::dict cache;
+    cache[py::int_(0)] = std::move(ids);
+    cache[unshared_] = py::bool_(true);
+    py::object enc = py::reinterpret_steal<py::object>(
+        PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls_.ptr()), empty_.ptr(), nullptr));
+    if (!enc) throw py::error_already_set();
+    if (PyObject_SetAttr(enc.ptr(), cache_name_.ptr(), cache.ptr()) != 0 ||
+        PyObject_SetAttr(enc.ptr(), build_name_.ptr(), build_.ptr()) != 0 ||
+        PyObject_SetAttr(enc.ptr(), text_name_.ptr(), text) != 0)
+      throw py::error_already_set();
+    return enc.release().ptr();
+  }
+
+ private:
+  py::object cls_, build_;
+  py::tuple empty_;
+  py::str unshared_ = interned("unshared"), cache_name_ = interned("_cache"), build_name_ = interned("_build"),
+          text_name_ = interned("_text");
+
+  static py::str interned(const char* s) { return py::reinterpret_steal<py::str>(PyUnicode_InternFromString(s)); }
+};
 
 ComponentDesc component_from(const py::dict& d) {
   ComponentDesc c;
@@ -1042,9 +1106,13 @@ void bind_hf(py::module_& m) {
       "ints of `before` and `after` (a post-processor's fixed prefix and suffix). With limit >= 0 the\n"
       "engine may stop once it has that many: the ids are then the first ones of the whole text's.")
       .def("encode_batch_id_lists", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
-                                       size_t num_threads, const py::list& before, const py::list& after) {
+                                       size_t num_threads, const py::list& before, const py::list& after,
+                                       const py::object& lazy) {
         // As encode_tiktoken_batch_lists: the calling thread turns finished texts into lists (under
         // the GIL, in runs of kRun) while the others encode, so the lists are not a serial tail.
+        // With `lazy`, it makes each text's lazy Encoding there too (LazyEncodings).
+        const std::optional<LazyEncodings> encodings =
+            lazy.is_none() ? std::nullopt : std::optional<LazyEncodings>(LazyEncodings(lazy));
         const std::vector<std::string_view> views = utf8_views(texts);
         const size_t n = views.size();
         constexpr size_t kRun = 32;
@@ -1055,10 +1123,13 @@ void bind_hf(py::module_& m) {
         size_t built = 0;  // result[0, built) are lists (touched by the calling thread only)
         const std::thread::id caller = std::this_thread::get_id();
         auto build_ready = [&] {  // needs the GIL
+          const GcPause pause;
           while (built < n && ready[built].load(std::memory_order_acquire)) {
             const RawEncoding& r = out[built];
-            PyList_SET_ITEM(result.ptr(), static_cast<Py_ssize_t>(built),
-                            PyEngine::id_list(before, r.ids.data(), r.ids.size(), after).release().ptr());
+            py::list ids = PyEngine::id_list(before, r.ids.data(), r.ids.size(), after);
+            PyObject* item = encodings ? encodings->make(std::move(ids), PyList_GET_ITEM(texts.ptr(), built))
+                                       : ids.release().ptr();
+            PyList_SET_ITEM(result.ptr(), static_cast<Py_ssize_t>(built), item);
             out[built] = RawEncoding();
             ++built;
           }
@@ -1082,8 +1153,9 @@ void bind_hf(py::module_& m) {
         build_ready();
         return result;
       }, py::arg("texts"), py::arg("encode_special_tokens") = false, py::arg("num_threads") = 0,
-      py::arg("before") = py::list(), py::arg("after") = py::list(),
-      "encode_id_list for every text, on native threads without the GIL.")
+      py::arg("before") = py::list(), py::arg("after") = py::list(), py::arg("lazy") = py::none(),
+      "encode_id_list for every text, on native threads without the GIL. lazy=(Encoding, build):\n"
+      "each text's Encoding._lazy(ids, build, text) instead of its list, made as the lists are.")
       .def("encode_ids", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
         const std::string_view t = utf8_view(text);
         RawEncoding r;

@@ -127,8 +127,8 @@ class HfEngine:
     ) -> list[int]: ...
     def encode_batch_id_lists(
         self, texts: list[str], encode_special_tokens: bool = False, num_threads: int = 0,
-        before: list[int] = ..., after: list[int] = ...,
-    ) -> list[list[int]]: ...
+        before: list[int] = ..., after: list[int] = ..., lazy: tuple[type, Any] | None = None,
+    ) -> list[Any]: ...
     def encode_batch_raw(
         self, texts: list[str], encode_special_tokens: bool = False, num_threads: int = 0, offsets: bool = True,
         limit: int = -1,

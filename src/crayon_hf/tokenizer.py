@@ -944,20 +944,16 @@ class Tokenizer:
         plan = _id_plan(processor, add_special_tokens)
         if plan is None:
             return None
+        engine, vocab = self._engine, self._vocab_lazy
+
+        def build(sequence: str) -> Encoding:
+            raw = _raw_text(engine, vocab, sequence, encode_special, 0)
+            return post_process(raw, None, add_special_tokens, None, None, processor)
+
         try:
-            lists = self._engine.encode_batch_id_lists(items, encode_special, threads, *plan)
+            return engine.encode_batch_id_lists(items, encode_special, threads, *plan, lazy=(Encoding, build))
         except UnicodeEncodeError:
             raise TypeError(_INPUT_ERROR[False]) from None
-        engine, vocab = self._engine, self._vocab_lazy
-        lazy = Encoding._lazy
-        out = []
-        for sequence, ids in zip(items, lists):
-            def build(sequence: str = sequence) -> Encoding:
-                raw = _raw_text(engine, vocab, sequence, encode_special, 0)
-                return post_process(raw, None, add_special_tokens, None, None, processor)
-
-            out.append(lazy(ids, build))
-        return out
 
     def _encode_lazy(self, sequence: str, add_special_tokens: bool,
                      truncation: TruncationParams | None = None) -> Encoding | None:
@@ -999,11 +995,11 @@ class Tokenizer:
             ids = before + ids + after
         engine, vocab, padding = self._engine, self._vocab_lazy, self._padding
 
-        def build() -> Encoding:
+        def build(sequence: str) -> Encoding:
             raw = _raw_text(engine, vocab, sequence, special, 0)
             return post_process(raw, None, add_special_tokens, truncation, padding, processor)
 
-        return Encoding._lazy(ids, build)
+        return Encoding._lazy(ids, build, sequence)
 
     def encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False,
                      add_special_tokens: bool = True) -> list[Encoding]:

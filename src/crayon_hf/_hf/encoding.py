@@ -119,7 +119,7 @@ class Encoding:
     ```
     """
 
-    __slots__ = ("_m", "_tokens", "_vocab", "_overflowing", "_ranges", "_cache", "_build", "__weakref__")
+    __slots__ = ("_m", "_tokens", "_vocab", "_overflowing", "_ranges", "_cache", "_build", "_text", "__weakref__")
 
     _m: np.ndarray
     _tokens: list[str] | None
@@ -140,19 +140,23 @@ class Encoding:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def _lazy(cls, ids: list[int], build: Any) -> Encoding:
+    def _lazy(cls, ids: list[int], build: Any, text: str) -> Encoding:
         """An encoding whose ids are known and whose other fields are built on first use.
 
-        ``build()`` returns the full (eagerly built) `Encoding` of the same call; its ids must be
-        `ids`. Until a field other than the ids is read, only ``_cache`` (holding the id list) and
-        ``_build`` are set: reading an unset slot falls through to `__getattr__`, which builds the
-        encoding and adopts its fields. Encodings built eagerly never reach `__getattr__`.
+        ``build(text)`` returns the full (eagerly built) `Encoding` of the same call; its ids must
+        be `ids`. Until a field other than the ids is read, only ``_cache`` (holding the id list),
+        ``_build`` and ``_text`` are set: reading an unset slot falls through to `__getattr__`,
+        which builds the encoding and adopts its fields. Encodings built eagerly never reach
+        `__getattr__`. One `build` serves a whole batch (`Tokenizer.encode_batch`), whose
+        encodings the engine makes as this method does, without a Python frame per document
+        (`HfEngine.encode_batch_id_lists`' `lazy`, which keeps to the slots and keys set here).
 
         `ids` must be a list no one else holds: the first read of `ids` hands that list over instead
         of copying it (tokenizers gives a new list on every read); a later read builds the encoding."""
         enc = object.__new__(cls)
         enc._cache = {ID: ids, _UNSHARED: True}
         enc._build = build
+        enc._text = text
         return enc
 
     def __getattr__(self, name: str) -> Any:
@@ -163,13 +167,13 @@ class Encoding:
             except AttributeError:
                 pass
             else:
-                full = build()
+                full = build(self._text)
                 self._m = full._m
                 self._tokens = full._tokens
                 self._vocab = full._vocab
                 self._overflowing = full._overflowing
                 self._ranges = full._ranges
-                del self._build
+                del self._build, self._text
                 return object.__getattribute__(self, name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
