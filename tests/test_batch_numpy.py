@@ -207,12 +207,17 @@ def assert_hf_ids(got: crayon_hf.BatchArrays, encodings: list) -> None:
 
 
 @pytest.mark.parametrize("folder", HF_FOLDERS)
-@pytest.mark.parametrize("settings", ["plain", "truncate", "pad-fixed-short"])
-def test_hf_numpy_without_offsets_keeps_ids_and_spans(folder, settings, docs):
+@pytest.mark.parametrize("settings", ["plain", "plain-1-thread", "truncate", "truncate-left", "pad-fixed-short"])
+def test_hf_numpy_without_offsets_keeps_ids_and_spans(folder, settings, docs, monkeypatch):
+    """Ids-only batches are written as they are encoded (HfEngine.encode_batch_flat_ids) on one
+    thread or several, with a processor's tokens around each document and truncation either way."""
     ours, ref = hf_pair(folder)
+    monkeypatch.setenv("CRAYON_NUM_THREADS", "1" if settings == "plain-1-thread" else "2")
     for tok in (ours, ref):
         if settings == "truncate":
             tok.enable_truncation(24, stride=4)
+        elif settings == "truncate-left":
+            tok.enable_truncation(7, direction="left")
         elif settings == "pad-fixed-short":
             tok.enable_padding(length=16, pad_id=3)
     texts = docs[:300] + ["", " ", "<|endoftext|> inside"]
@@ -220,6 +225,22 @@ def test_hf_numpy_without_offsets_keeps_ids_and_spans(folder, settings, docs):
         got = ours.encode_batch_to_numpy(texts, add_special_tokens=add, offsets=False)
         assert_hf_ids(got, ref.encode_batch(texts, add_special_tokens=add))
     assert_hf_ids(ours.encode_batch_to_numpy([], offsets=False), [])
+
+
+def test_hf_numpy_without_offsets_refuses_what_tokenizers_refuses(docs):
+    """A stride as long as the room left is tokenizers' error whether or not offsets are asked for;
+    documents short enough not to be cut encode."""
+    ours, ref = hf_pair("bert_base_uncased")
+    for tok in (ours, ref):
+        tok.enable_truncation(8, stride=6)  # [CLS] and [SEP] leave room for 6: allowed, refused at encode
+    long = [d for d in docs[:50] if len(ref.encode(d, add_special_tokens=False).ids) > 6][:5]
+    with pytest.raises(BaseException) as want:  # pyo3's PanicException is a BaseException
+        ref.encode_batch(long)
+    for offsets in (True, False):
+        with pytest.raises(BaseException) as got:
+            ours.encode_batch_to_numpy(long, offsets=offsets)
+        assert (type(got.value).__name__, str(got.value)) == (type(want.value).__name__, str(want.value))
+    assert_hf_ids(ours.encode_batch_to_numpy(["a b", "c"], offsets=False), ref.encode_batch(["a b", "c"]))
 
 
 def test_hf_numpy_without_offsets_on_pairs_the_fallback_and_transformers(docs):

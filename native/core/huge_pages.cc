@@ -76,6 +76,18 @@ void* alloc_huge_zeroed(size_t bytes) {
 #endif
 }
 
+void advise_huge(void* p, size_t bytes) {
+#if defined(__linux__)
+  if (bytes < 2 * kHugePage || huge_page_policy() == HugePagePolicy::kOff) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~uintptr_t{kHugePage - 1};
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 void free_huge(void* p, size_t bytes) {
 #if defined(__linux__)
   if (p != nullptr) ::munmap(p, bytes);

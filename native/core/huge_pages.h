@@ -41,6 +41,11 @@ HugePagePolicy huge_page_policy();
 void* alloc_huge_zeroed(size_t bytes);
 void free_huge(void* p, size_t bytes);
 
+// Advises the 2 MiB pages inside [p, p + bytes) as huge (as numpy does for its large arrays), for
+// a buffer about to be written in full; nothing for buffers under two huge pages, when the policy
+// is off, or off Linux.
+void advise_huge(void* p, size_t bytes);
+
 // An anonymous mapping of `bytes` (a multiple of kHugePage) at a kHugePage-aligned address,
 // read-write or reserved (PROT_NONE, nothing committed), or nullptr. Linux only (else nullptr).
 void* map_huge_aligned(size_t bytes, bool writable);

@@ -67,6 +67,7 @@ void write_document_flat(const RawEncoding& doc, const BatchLayout& layout, size
   auto block = [&](const SpecialBlock& b) {
     for (size_t c = 0; c < b.cols; ++c, ++at) {
       ids[at] = static_cast<uint32_t>(b.at(kId, c));
+      if (offsets == nullptr) continue;
       offsets[2 * at] = b.at(kStart, c);
       offsets[2 * at + 1] = b.at(kEnd, c);
     }
@@ -75,10 +76,15 @@ void write_document_flat(const RawEncoding& doc, const BatchLayout& layout, size
   const size_t n = doc.ids.size();
   const size_t keep = static_cast<size_t>(layout.keep[i]);
   const size_t from = layout.keep_tail ? n - keep : 0;
-  for (size_t k = 0; k < keep; ++k, ++at) {
-    const size_t src = from + k;
-    ids[at] = doc.ids[src];
-    trimmed_offsets(doc, layout, k, src, &offsets[2 * at], &offsets[2 * at + 1]);
+  if (offsets == nullptr) {
+    std::copy_n(doc.ids.data() + from, keep, ids + at);
+    at += keep;
+  } else {
+    for (size_t k = 0; k < keep; ++k, ++at) {
+      const size_t src = from + k;
+      ids[at] = doc.ids[src];
+      trimmed_offsets(doc, layout, k, src, &offsets[2 * at], &offsets[2 * at + 1]);
+    }
   }
   block(layout.suffix);
 }

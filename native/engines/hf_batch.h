@@ -53,7 +53,8 @@ void write_document(const RawEncoding& doc, const BatchLayout& layout, size_t i,
 
 // Document i as `encode_batch_to_numpy` wants it, without the 7-row block: ids at ids[at, at + n)
 // and (start, end) pairs at offsets[2 * at, 2 * (at + n)), equal to write_document's ID, START and
-// END rows. 12 bytes per token less than the block, and nothing else is allocated.
+// END rows. 12 bytes per token less than the block, and nothing else is allocated. A null
+// `offsets` writes the ids alone.
 void write_document_flat(const RawEncoding& doc, const BatchLayout& layout, size_t i, uint32_t* ids,
                          int64_t* offsets, size_t at);
 

@@ -129,6 +129,10 @@ class HfEngine:
         self, texts: list[str], encode_special_tokens: bool = False, num_threads: int = 0,
         before: list[int] = ..., after: list[int] = ..., lazy: tuple[type, Any] | None = None,
     ) -> list[Any]: ...
+    def encode_batch_flat_ids(
+        self, texts: list[str], encode_special_tokens: bool, num_threads: int, limit: int, max_keep: int,
+        keep_tail: bool, prefix: npt.NDArray[np.int64], suffix: npt.NDArray[np.int64],
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], bool]: ...
     def encode_batch_raw(
         self, texts: list[str], encode_special_tokens: bool = False, num_threads: int = 0, offsets: bool = True,
         limit: int = -1,

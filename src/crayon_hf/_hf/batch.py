@@ -270,6 +270,21 @@ def encode_singles(
         max_len = sequence_room(truncation, processor, add_special_tokens)
         if truncation.direction != "left" and max_len is not None:
             limit = max_len + 1
+    # Truncation tokenizers refuses: the per-document path raises its error.
+    refused = truncation is not None and max_len is not None and (
+        truncation.strategy == "only_second" or (max_len > 0 and truncation.stride >= max_len))
+    keep_tail = truncation is not None and truncation.direction == "left"
+    if padding is None and flat and raw_batch is None and not offsets:
+        # Ids written as the batch is encoded (HfEngine.encode_batch_flat_ids).
+        try:
+            ids, bounds, cut = tok._engine.encode_batch_flat_ids(
+                texts, encode_special_tokens, num_threads, limit, -1 if max_len is None else max_len, keep_tail,
+                prefix, suffix)
+        except UnicodeEncodeError:
+            return None  # a lone surrogate: the per-document path raises tokenizers' TypeError
+        if cut and refused:
+            return None  # tokenizers raises; let the per-document path raise the same error
+        return ids, None, bounds
     try:
         raw = (raw_batch or tok._engine.encode_batch_raw)(texts, encode_special_tokens, num_threads, offsets, limit)
     except UnicodeEncodeError:
@@ -282,18 +297,17 @@ def encode_singles(
     keep = n
     if max_len is not None:
         if (n > max_len).any():
-            if truncation.strategy == "only_second" or (max_len > 0 and truncation.stride >= max_len):
+            if refused:
                 return None  # tokenizers raises; let the per-document path raise the same error
             keep = np.minimum(n, max_len)
     lead = trail = None
     if trim is not None:
         lead, trail = _vocab_space_counts(tok._vocab_lazy)
-    args = (keep, truncation is not None and truncation.direction == "left", prefix, suffix, sequence_type, lead,
-            trail, bool(trim))
+    args = (keep, keep_tail, prefix, suffix, sequence_type, lead, trail, bool(trim))
 
     lazy_padding = None
     if padding is None and flat:
-        return raw.take_flat(keep, args[1], prefix, suffix, lead, trail, bool(trim), num_threads)
+        return raw.take_flat(keep, keep_tail, prefix, suffix, lead, trail, bool(trim), num_threads)
     if padding is None:
         m, bounds = raw.assemble(*args, -1, False, 0, 0, num_threads)
         m.setflags(write=False)
