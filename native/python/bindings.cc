@@ -587,8 +587,8 @@ SpecialBlock block_from(const py::array_t<int64_t, py::array::c_style | py::arra
 
 using Int64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 
-// A layout's blocks and trim tables, checked, without the documents' `keep` (encode_batch_flat
-// fills it as documents finish). The trim tables stay in `lead` and `trail`.
+// A layout's blocks and trim tables, checked, without the documents' `keep`
+// (encode_batch_flat_ids fills it as documents finish). The trim tables stay in `lead` and `trail`.
 BatchLayout layout_shell(bool keep_tail, const Int64Array& prefix, const Int64Array& suffix, int64_t sequence_type,
                          const py::object& trim_lead, const py::object& trim_trail, bool add_prefix_space,
                          Int64Array& lead, Int64Array& trail) {
@@ -625,7 +625,7 @@ BatchLayout layout_from(const HfBatch& b, const Int64Array& keep, bool keep_tail
 }
 
 // An array grown in malloc'd memory and handed to numpy as it is (a capsule frees it with the
-// array): encode_batch_flat writes its output before the total is known. realloc grows a large
+// array): encode_batch_flat_ids writes its output before the total is known. realloc grows a large
 // block by moving pages where it can and shrinks it in place.
 template <class T>
 class GrownArray {
