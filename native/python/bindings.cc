@@ -382,6 +382,36 @@ TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& tex
   return b;
 }
 
+// A batch's documents finish out of order on the pool's threads; the calling thread turns them
+// into results in order, between documents of its own, so that building results (lists, arrays)
+// is not a serial pass after the last document. Any thread marks document i finished; only the
+// calling thread takes, so what take's fn touches needs no lock.
+class InOrder {
+ public:
+  explicit InOrder(size_t n) : n_(n), ready_(new std::atomic<bool>[n]) {
+    for (size_t i = 0; i < n; ++i) ready_[i].store(false, std::memory_order_relaxed);
+  }
+
+  void mark(size_t i) { ready_[i].store(true, std::memory_order_release); }
+  bool on_caller() const { return std::this_thread::get_id() == caller_; }
+  // Whether the documents up to `ahead` past those taken are all finished (and some are left).
+  bool run_ready(size_t ahead) const { return taken_ < n_ && ready(std::min(taken_ + ahead, n_) - 1); }
+  bool ready(size_t i) const { return ready_[i].load(std::memory_order_acquire); }
+  size_t taken() const { return taken_; }
+
+  // fn(i) for every finished document past those taken, in order (the calling thread only).
+  template <class F>
+  void take(F&& fn) {
+    for (; taken_ < n_ && ready(taken_); ++taken_) fn(taken_);
+  }
+
+ private:
+  size_t n_;
+  std::unique_ptr<std::atomic<bool>[]> ready_;
+  size_t taken_ = 0;
+  std::thread::id caller_ = std::this_thread::get_id();
+};
+
 // The cyclic GC held off while the calling thread builds a run of a batch's results under the GIL.
 // On CPython 3.10 and 3.11 a collection starts inside the allocation that crosses the threshold:
 // a batch of 10,000 lists of 150 ints set off ~40 young collections and ~4 older ones, each
@@ -416,24 +446,18 @@ py::object encode_tiktoken_batch_lists(const PyEngine& pe, const py::list& texts
   const size_t n = texts.size();
   constexpr size_t kRun = 32;
   py::list result(n);
-  std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[n]);
-  for (size_t i = 0; i < n; ++i) ready[i].store(false, std::memory_order_relaxed);
-  size_t built = 0;  // result[0, built) are lists (touched by the caller thread only)
-  const std::thread::id caller = std::this_thread::get_id();
+  InOrder order(n);
   auto build_ready = [&](TiktokenBatch& batch) {  // needs the GIL; finished texts' ids are ours
     const GcPause pause;
-    std::vector<std::vector<uint32_t>>& ids = batch.ids;
-    while (built < n && ready[built].load(std::memory_order_acquire)) {
-      PyList_SET_ITEM(result.ptr(), static_cast<Py_ssize_t>(built), pe.to_list(ids[built]).release().ptr());
-      std::vector<uint32_t>().swap(ids[built]);
-      ++built;
-    }
+    order.take([&](size_t i) {
+      PyList_SET_ITEM(result.ptr(), static_cast<Py_ssize_t>(i), pe.to_list(batch.ids[i]).release().ptr());
+      std::vector<uint32_t>().swap(batch.ids[i]);
+    });
   };
   TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary,
                                           [&](TiktokenBatch& batch, size_t i) {
-    ready[i].store(true, std::memory_order_release);
-    if (std::this_thread::get_id() != caller || built >= n) return;
-    if (!ready[std::min(built + kRun, n) - 1].load(std::memory_order_acquire)) return;
+    order.mark(i);
+    if (!order.on_caller() || !order.run_ready(kRun)) return;
     py::gil_scoped_acquire gil;
     build_ready(batch);
   });
@@ -671,6 +695,51 @@ class GrownArray {
   T* data_ = nullptr;
   size_t size_ = 0, capacity_ = 0;
 };
+
+// A batch's ids in one array, documents appended in order as they finish (InOrder), and where
+// each starts (bounds, n + 1 of them). The array is sized once, before the first document, at the
+// rate (tokens per byte) of the documents finished by then and a fifth more; it grows by half where
+// that is not enough.
+class FlatIds {
+ public:
+  FlatIds(size_t n, size_t total_bytes, size_t fixed_per_doc) : n_(n), bytes_(total_bytes), fixed_(fixed_per_doc) {
+    *bounds_.extend(n + 1) = 0;
+  }
+
+  // Before the first document is appended: bytes_of(i) and tokens_of(i) of the finished ones.
+  template <class Bytes, class Tokens>
+  void size_at_first(const InOrder& order, Bytes&& bytes_of, Tokens&& tokens_of) {
+    if (order.taken() != 0 || n_ == 0 || !order.ready(0)) return;
+    size_t sample_bytes = 0, sample_tokens = 0;
+    for (size_t i = 0; i < n_ && order.ready(i); ++i) {
+      sample_bytes += bytes_of(i);
+      sample_tokens += tokens_of(i);
+    }
+    const double per_byte = sample_bytes > 0 ? static_cast<double>(sample_tokens) / sample_bytes : 0.5;
+    ids_.reserve(static_cast<size_t>(1.2 * per_byte * static_cast<double>(bytes_)) + n_ * fixed_ + 64);
+  }
+
+  // Room for document i's `count` ids (documents come in order); where they go.
+  uint32_t* append(size_t i, size_t count) {
+    uint32_t* at = ids_.extend(count);
+    bounds_.data()[i + 1] = static_cast<int64_t>(ids_.size());
+    return at;
+  }
+
+  // (ids uint32, bounds int64), the arrays owning the memory.
+  py::tuple release() { return py::make_tuple(ids_.release(1), bounds_.release(1)); }
+
+ private:
+  size_t n_, bytes_, fixed_;
+  GrownArray<uint32_t> ids_;
+  GrownArray<int64_t> bounds_;
+};
+
+size_t total_bytes(const std::vector<std::string_view>& views) {
+  size_t bytes = 0;
+  for (const std::string_view v : views) bytes += v.size();
+  return bytes;
+}
 
 class PyHfEngine {
  public:
@@ -1137,47 +1206,27 @@ void bind_hf(py::module_& m) {
         BatchLayout layout = layout_shell(keep_tail, prefix, suffix, -1, py::none(), py::none(), false, no_lead,
                                           no_trail);
         layout.keep.assign(n, 0);
-        const size_t fixed = layout.prefix.cols + layout.suffix.cols;
-        size_t bytes = 0;
-        for (const std::string_view v : views) bytes += v.size();
-        GrownArray<uint32_t> ids;
-        GrownArray<int64_t> bounds;
-        *bounds.extend(n + 1) = 0;
         std::vector<RawEncoding> docs(n);
-        std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[n]);
-        for (size_t i = 0; i < n; ++i) ready[i].store(false, std::memory_order_relaxed);
-        size_t written = 0;  // docs[0, written) are in the arrays (calling thread only)
-        bool cut = false;    // some document had more than max_keep tokens
+        FlatIds flat(n, total_bytes(views), layout.prefix.cols + layout.suffix.cols);
+        InOrder order(n);
+        bool cut = false;  // some document had more than max_keep tokens
         auto write_ready = [&] {
-          if (written == n || !ready[written].load(std::memory_order_acquire)) return;
-          if (written == 0) {
-            // The first run sizes the ids: its tokens per byte for the whole batch and a fifth
-            // more (the array grows by half where that is not enough).
-            size_t first_bytes = 0, first_tokens = 0;
-            for (size_t i = 0; i < n && ready[i].load(std::memory_order_acquire); ++i) {
-              first_bytes += views[i].size();
-              first_tokens += docs[i].ids.size();
-            }
-            const double per_byte = first_bytes > 0 ? static_cast<double>(first_tokens) / first_bytes : 0.5;
-            ids.reserve(static_cast<size_t>(1.2 * per_byte * static_cast<double>(bytes)) + n * fixed + 64);
-          }
-          for (; written < n && ready[written].load(std::memory_order_acquire); ++written) {
-            RawEncoding& r = docs[written];
+          flat.size_at_first(order, [&](size_t i) { return views[i].size(); },
+                             [&](size_t i) { return docs[i].ids.size(); });
+          order.take([&](size_t i) {
+            RawEncoding& r = docs[i];
             size_t keep = r.ids.size();
             if (max_keep >= 0 && keep > static_cast<size_t>(max_keep)) {
               keep = static_cast<size_t>(max_keep);
               cut = true;
             }
-            layout.keep[written] = static_cast<int64_t>(keep);
-            const size_t at = ids.size();
-            ids.extend(fixed + keep);
-            write_document_flat(r, layout, written, ids.data(), nullptr, at);
-            bounds.data()[written + 1] = static_cast<int64_t>(ids.size());
+            layout.keep[i] = static_cast<int64_t>(keep);
+            write_document_flat(r, layout, i, flat.append(i, layout.prefix.cols + keep + layout.suffix.cols),
+                                nullptr, 0);
             r = RawEncoding();
-          }
+          });
         };
         const HfEngine& engine = *pe;
-        const std::thread::id caller = std::this_thread::get_id();
         Interrupts interrupts;
         {
           py::gil_scoped_release release;
@@ -1187,13 +1236,14 @@ void bind_hf(py::module_& m) {
             r.with_offsets = false;
             if (limit >= 0) r.limit = static_cast<size_t>(limit);
             engine.encode(views[i], encode_special_tokens, r);
-            ready[i].store(true, std::memory_order_release);
-            if (std::this_thread::get_id() == caller) write_ready();
+            order.mark(i);
+            if (order.on_caller()) write_ready();
           });
           if (!interrupts.stop()) write_ready();
         }
         interrupts.raise_if_stopped();
-        return py::make_tuple(ids.release(1), bounds.release(1), cut);
+        const py::tuple arrays = flat.release();
+        return py::make_tuple(arrays[0], arrays[1], cut);
       }, py::arg("texts"), py::arg("encode_special_tokens"), py::arg("num_threads"), py::arg("limit"),
       py::arg("max_keep"), py::arg("keep_tail"), py::arg("prefix"), py::arg("suffix"),
       "encode_batch_raw(texts, ..., offsets=False, limit) then take_flat's ids, each document keeping "
@@ -1255,21 +1305,17 @@ void bind_hf(py::module_& m) {
         constexpr size_t kRun = 32;
         std::vector<RawEncoding> out(n);
         py::list result(n);
-        std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[n]);
-        for (size_t i = 0; i < n; ++i) ready[i].store(false, std::memory_order_relaxed);
-        size_t built = 0;  // result[0, built) are lists (touched by the calling thread only)
-        const std::thread::id caller = std::this_thread::get_id();
+        InOrder order(n);
         auto build_ready = [&] {  // needs the GIL
           const GcPause pause;
-          while (built < n && ready[built].load(std::memory_order_acquire)) {
-            const RawEncoding& r = out[built];
+          order.take([&](size_t i) {
+            const RawEncoding& r = out[i];
             py::list ids = PyEngine::id_list(before, r.ids.data(), r.ids.size(), after);
-            PyObject* item = encodings ? encodings->make(std::move(ids), PyList_GET_ITEM(texts.ptr(), built))
+            PyObject* item = encodings ? encodings->make(std::move(ids), PyList_GET_ITEM(texts.ptr(), i))
                                        : ids.release().ptr();
-            PyList_SET_ITEM(result.ptr(), static_cast<Py_ssize_t>(built), item);
-            out[built] = RawEncoding();
-            ++built;
-          }
+            PyList_SET_ITEM(result.ptr(), static_cast<Py_ssize_t>(i), item);
+            out[i] = RawEncoding();
+          });
         };
         const HfEngine& engine = *pe;
         Interrupts interrupts;
@@ -1279,9 +1325,8 @@ void bind_hf(py::module_& m) {
             if (interrupts.stop()) return;
             out[i].with_offsets = false;
             engine.encode(views[i], encode_special_tokens, out[i]);
-            ready[i].store(true, std::memory_order_release);
-            if (std::this_thread::get_id() != caller || built >= n) return;
-            if (!ready[std::min(built + kRun, n) - 1].load(std::memory_order_acquire)) return;
+            order.mark(i);
+            if (!order.on_caller() || !order.run_ready(kRun)) return;
             py::gil_scoped_acquire gil;
             build_ready();
           });
@@ -1831,23 +1876,29 @@ PYBIND11_MODULE(_crayon, m) {
       "Encodes many texts in parallel. Returns the list of id lists, or (text index, special index) "
       "for the first text holding a disallowed special token.")
       .def("encode_batch_to_numpy", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::tuple {
-        TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary, [](TiktokenBatch&, size_t) {});
-        if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
-        const size_t nb = b.ids.size();
-        py::array_t<int64_t> offsets(static_cast<py::ssize_t>(nb + 1));
-        int64_t* off = offsets.mutable_data();
-        off[0] = 0;
-        for (size_t i = 0; i < nb; ++i) off[i + 1] = off[i] + static_cast<int64_t>(b.ids[i].size());
-        py::array_t<uint32_t> ids(static_cast<py::ssize_t>(off[nb]));
-        uint32_t* dst = ids.mutable_data();
-        {
-          py::gil_scoped_release release;
-          parallel_for(nb, num_threads, [&](size_t i) {
-            std::copy(b.ids[i].begin(), b.ids[i].end(), dst + off[i]);
-            std::vector<uint32_t>().swap(b.ids[i]);  // freed on the thread that copies it
+        // The ids written as texts finish, by the calling thread between texts of its own (as
+        // HfEngine.encode_batch_flat_ids), not in a pass after the last one.
+        const std::vector<std::string_view> views = utf8_views(texts);  // UTF-8 cached in the str
+        const size_t n = views.size();
+        FlatIds flat(n, total_bytes(views), 0);
+        InOrder order(n);
+        auto write_ready = [&](TiktokenBatch& batch) {
+          flat.size_at_first(order, [&](size_t i) { return views[i].size(); },
+                             [&](size_t i) { return batch.ids[i].size(); });
+          order.take([&](size_t i) {
+            std::vector<uint32_t>& ids = batch.ids[i];
+            std::copy(ids.begin(), ids.end(), flat.append(i, ids.size()));
+            std::vector<uint32_t>().swap(ids);
           });
-        }
-        return py::make_tuple(ids, offsets);
+        };
+        TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary,
+                                                [&](TiktokenBatch& batch, size_t i) {
+          order.mark(i);
+          if (order.on_caller()) write_ready(batch);
+        });
+        if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
+        write_ready(b);
+        return flat.release();
       }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
       "encode_batch as two arrays: (ids uint32, offsets int64 of len(texts) + 1), text i being "
       "ids[offsets[i]:offsets[i + 1]]; or (text index, special index) as encode_batch.")
