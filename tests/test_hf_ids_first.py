@@ -169,13 +169,15 @@ def in_a_cycle(ids: list) -> "weakref.ref":
 
 
 def test_batch_calls_leave_the_gc_as_they_found_it(monkeypatch):
-    """The batch calls hold the cyclic GC off while they build results (GcPause in
-    native/python/bindings.cc): gc.isenabled() is what it was before the call, enabled or not, and
-    the lists they return are tracked as any list is (a cycle through one is collected)."""
+    """The batch calls (and the transformers face's list builders) hold the cyclic GC off while
+    they build results (GcPause in native/python/bindings.cc): gc.isenabled() is what it was
+    before the call, enabled or not, and the lists they return are tracked as any list is (a
+    cycle through one is collected)."""
     import gc
 
     import crayon_hf.tiktoken as tk
     from crayon_hf import Tokenizer
+    from crayon_hf._native import native
 
     tok = Tokenizer.from_file(require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json"))
     enc = tk.get_encoding("cl100k_base")
@@ -187,11 +189,14 @@ def test_batch_calls_leave_the_gc_as_they_found_it(monkeypatch):
             gc.enable() if enabled else gc.disable()
             batch = tok.encode_batch(docs)
             lists = enc.encode_ordinary_batch(docs, num_threads=2)
+            rows = native.int_lists(np.arange(12), np.array([0, 5, 12]))  # the transformers face's lists
+            pairs = native.pair_lists(np.arange(12), np.arange(12) + 1, np.array([0, 12]))
             assert gc.isenabled() is enabled
+            assert rows == [list(range(5)), list(range(5, 12))] and pairs == [[(i, i + 1) for i in range(12)]]
             assert [e.ids for e in batch] == [e.ids for e in tok.encode_batch(docs[:1] + docs[1:])]
             assert lists == [enc.encode_ordinary(d) for d in docs]
 
-            for gone in (in_a_cycle(batch.pop().ids), in_a_cycle(lists.pop())):
+            for gone in (in_a_cycle(batch.pop().ids), in_a_cycle(lists.pop()), in_a_cycle(rows.pop())):
                 gc.collect()
                 assert gone() is None
     finally:

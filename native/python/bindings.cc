@@ -828,7 +828,8 @@ py::object steal_or_throw(PyObject* o) {
 }
 
 // A list with one item per segment [bounds[i], bounds[i + 1]) of a row of `size` values, each
-// made by make(from, to) (a new reference, or nullptr with a Python error set).
+// made by make(from, to) (a new reference, or nullptr with a Python error set), the cyclic GC
+// held off meanwhile (GcPause).
 template <class Make>
 py::list segments(py::ssize_t size, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& bounds,
                   Make&& make) {
@@ -838,6 +839,7 @@ py::list segments(py::ssize_t size, const py::array_t<int64_t, py::array::c_styl
   for (py::ssize_t i = 0; i < nb; ++i)
     if (bd[i] < 0 || bd[i] > bd[i + 1] || bd[i + 1] > size) throw py::value_error("bounds out of range");
   py::list out(nb);
+  const GcPause pause;  // a list (and for offsets a tuple per token) per segment
   for (py::ssize_t i = 0; i < nb; ++i) PyList_SET_ITEM(out.ptr(), i, steal_or_throw(make(bd[i], bd[i + 1])).release().ptr());
   return out;
 }
