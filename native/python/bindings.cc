@@ -346,11 +346,11 @@ struct TiktokenBatch {
 };
 
 // `finished(batch, i)` runs on the thread that encoded text i, right after it, without the GIL.
+// `views`: the texts' UTF-8 (utf8_views), alive for the call.
 template <class Finished>
-TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const py::list& texts, const py::bytes& allowed,
-                                    const py::bytes& disallowed, size_t num_threads, bool ordinary,
-                                    Finished&& finished) {
-  const std::vector<std::string_view> views = utf8_views(texts);
+TiktokenBatch encode_tiktoken_batch(const TiktokenEngine& e, const std::vector<std::string_view>& views,
+                                    const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads,
+                                    bool ordinary, Finished&& finished) {
   const std::vector<uint8_t> allow = mask_from(allowed);
   const std::vector<uint8_t> deny = mask_from(disallowed);
   const bool check = std::find(deny.begin(), deny.end(), 1) != deny.end();
@@ -454,7 +454,7 @@ py::object encode_tiktoken_batch_lists(const PyEngine& pe, const py::list& texts
       std::vector<uint32_t>().swap(batch.ids[i]);
     });
   };
-  TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary,
+  TiktokenBatch b = encode_tiktoken_batch(*pe, utf8_views(texts), allowed, disallowed, num_threads, ordinary,
                                           [&](TiktokenBatch& batch, size_t i) {
     order.mark(i);
     if (!order.on_caller() || !order.run_ready(kRun)) return;
@@ -727,7 +727,7 @@ class FlatIds {
   }
 
   // (ids uint32, bounds int64), the arrays owning the memory.
-  py::tuple release() { return py::make_tuple(ids_.release(1), bounds_.release(1)); }
+  std::pair<py::array_t<uint32_t>, py::array_t<int64_t>> release() { return {ids_.release(1), bounds_.release(1)}; }
 
  private:
   size_t n_, bytes_, fixed_;
@@ -1244,8 +1244,8 @@ void bind_hf(py::module_& m) {
           if (!interrupts.stop()) write_ready();
         }
         interrupts.raise_if_stopped();
-        const py::tuple arrays = flat.release();
-        return py::make_tuple(arrays[0], arrays[1], cut);
+        auto [ids, bounds] = flat.release();
+        return py::make_tuple(ids, bounds, cut);
       }, py::arg("texts"), py::arg("encode_special_tokens"), py::arg("num_threads"), py::arg("limit"),
       py::arg("max_keep"), py::arg("keep_tail"), py::arg("prefix"), py::arg("suffix"),
       "encode_batch_raw(texts, ..., offsets=False, limit) then take_flat's ids, each document keeping "
@@ -1880,7 +1880,7 @@ PYBIND11_MODULE(_crayon, m) {
       .def("encode_batch_to_numpy", [](const PyEngine& pe, const py::list& texts, const py::bytes& allowed, const py::bytes& disallowed, size_t num_threads, bool ordinary) -> py::tuple {
         // The ids written as texts finish, by the calling thread between texts of its own (as
         // HfEngine.encode_batch_flat_ids), not in a pass after the last one.
-        const std::vector<std::string_view> views = utf8_views(texts);  // UTF-8 cached in the str
+        const std::vector<std::string_view> views = utf8_views(texts);
         const size_t n = views.size();
         FlatIds flat(n, total_bytes(views), 0);
         InOrder order(n);
@@ -1893,14 +1893,15 @@ PYBIND11_MODULE(_crayon, m) {
             std::vector<uint32_t>().swap(ids);
           });
         };
-        TiktokenBatch b = encode_tiktoken_batch(*pe, texts, allowed, disallowed, num_threads, ordinary,
+        TiktokenBatch b = encode_tiktoken_batch(*pe, views, allowed, disallowed, num_threads, ordinary,
                                                 [&](TiktokenBatch& batch, size_t i) {
           order.mark(i);
           if (order.on_caller()) write_ready(batch);
         });
         if (b.denied_text >= 0) return py::make_tuple(b.denied_text, b.denied_special);
         write_ready(b);
-        return flat.release();
+        auto [ids, bounds] = flat.release();
+        return py::make_tuple(ids, bounds);
       }, py::arg("texts"), py::arg("allowed"), py::arg("disallowed"), py::arg("num_threads"), py::arg("ordinary"),
       "encode_batch as two arrays: (ids uint32, offsets int64 of len(texts) + 1), text i being "
       "ids[offsets[i]:offsets[i + 1]]; or (text index, special index) as encode_batch.")
