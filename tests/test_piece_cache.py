@@ -1,8 +1,10 @@
-"""The per-thread piece caches never change a result.
+"""The per-thread piece caches and the index of short tokens never change a result.
 
 Two caches sit in front of the BPE encoder: ShortPieceCache (native/models/short_piece_cache.h:
 every ASCII-led piece of up to 16 bytes and 3 ids, keyed by two masked loads that read past the
 piece) and PieceCache (native/models/piece_cache.h: pieces of several tokens up to 24 bytes).
+Behind the first, each engine's ShortTokenIndex (native/models/short_token_index.h) answers a
+piece that is one short token without the trie walk.
 These tests encode the same texts with both bypassed, cold and warm, across engines sharing
 threads, through the wrap-around of the short cache's engine tags, on the tiktoken face and on a
 tokenizer.json face's ids-only path, and compare all of them with tiktoken and tokenizers.
@@ -150,3 +152,49 @@ def test_engine_tags_name_one_engine_until_cleared(tmp_path):
                         ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
     assert built.returncode == 0, built.stderr
     run_native(exe, [])
+
+
+def test_short_token_index_answers_every_short_token_as_tiktoken(pair):
+    # Every ASCII-led token of up to 16 bytes that is UTF-8, in texts where most of them are a
+    # piece of their own: each one the index holds comes back from it (cold, after a clear), the
+    # ones it leaves out (a full bucket) and the ones BPE cannot reach (Llama 3's: tiktoken's
+    # whole-piece shortcut answers them, the index never holds them) from the trie walk.
+    ref, ours = pair
+    engine = ours._engine
+    stats = engine.short_token_index()
+    short, ascii_led = [], 0
+    for token, rank in engine.mergeable_ranks().items():
+        if 1 <= len(token) <= 16 and token[0] < 0x80:
+            ascii_led += 1
+            try:
+                short.append((rank, token.decode("utf-8")))
+            except UnicodeDecodeError:
+                pass
+    # Every ASCII-led short token BPE reaches is held or left out (Llama 3 has unreachable ones).
+    assert stats is not None and 0.99 * ascii_led <= stats["tokens"] + stats["left_out"] <= ascii_led
+    assert stats["tokens"] > 0.9 * (stats["tokens"] + stats["left_out"])  # buckets at most half full
+    assert stats["bytes"] >= 64 * stats["tokens"] // 2
+    short.sort()
+    for sep in ("\n", " ", ""):
+        text = sep.join(t for _, t in short)
+        expected = ref.encode_ordinary(text)
+        _crayon.engine_tags_skip_to_last_tag()  # the next encode starts from cleared caches
+        assert engine.encode_ordinary(text) == expected
+        assert engine.encode_ordinary(text) == expected
+        assert engine.encode_ordinary(text, cached=False) == expected
+
+
+def test_short_token_index_of_a_small_vocabulary():
+    # 256 byte tokens and one merge: the index holds the 128 ASCII bytes and "ab" (pieces that
+    # start with a byte >= 0x80 are never looked up there), and encodes as tiktoken does.
+    import tiktoken
+
+    import crayon_hf.tiktoken as tk
+
+    ranks = {bytes([b]): b for b in range(256)}
+    ranks[b"ab"] = 256
+    ours = tk.Encoding("tiny", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    ref = tiktoken.Encoding("tiny", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    assert ours._engine.short_token_index() == {"tokens": 129, "left_out": 0, "bytes": 16384}
+    text = "ab abab a b ba \u00e9ab " * 40
+    assert ours.encode(text) == ref.encode(text)

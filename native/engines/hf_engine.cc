@@ -728,6 +728,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
   // the tiktoken face (pieces starting before keyable_end have its 16 readable bytes in text).
   ShortPieceCache& hot = ShortPieceCache::local();
   const uint16_t hot_tag = hot.tag_of(fast.memo_owner());
+  const ShortTokenIndex* const short_tokens = fast.short_tokens();  // its tokens, for first sightings
   const size_t keyable_end = n >= ShortPieceCache::kMaxLen ? n - ShortPieceCache::kMaxLen + 1 : 0;
   auto damaged = [&](size_t len) {
     throw CartridgeError("invalid cartridge: its fast path's tokens do not tile a " + std::to_string(len) +
@@ -764,6 +765,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
         if (keyed[queued]) {
           keys[queued] = ShortPieceCache::make_key(p, k, hot_tag);
           hot.prefetch(keys[queued]);
+          if (short_tokens != nullptr) short_tokens->prefetch(keys[queued]);
         }
         ++queued;
       }
@@ -782,7 +784,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
     auto encode_ranks = [&](std::vector<uint32_t>& v) {
       const size_t q = taken - 1;
       if (keyed[q]) {
-        fast.encode_piece_keyed(hot, hot_tag, keys[q], piece, len, v);
+        fast.encode_piece_keyed(hot, hot_tag, short_tokens, keys[q], piece, len, v);
       } else {
         fast.encode_piece(piece, len, v);
       }

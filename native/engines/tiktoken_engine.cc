@@ -471,6 +471,11 @@ const SafeCuts* TiktokenEngine::safe_cuts() const {
   return cuts_.get();
 }
 
+const ShortTokenIndex* TiktokenEngine::short_tokens() const {
+  std::call_once(short_tokens_once_, [&] { short_tokens_ = ShortTokenIndex::build(bpe_, pieces_.split_left); });
+  return short_tokens_.get();
+}
+
 template <class F>
 void TiktokenEngine::for_each_piece(std::string_view seg, F&& f) const {
   const uint8_t* s = reinterpret_cast<const uint8_t*>(seg.data());
@@ -521,12 +526,15 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
                                    ForEachPiece&& for_each) const {
   ShortPieceCache& hot = ShortPieceCache::local();
   const uint16_t tag = hot.tag_of(owner_);
+  // A piece the cache misses is mostly met for the first time, and then usually one token: the
+  // index of short tokens answers it without a trie walk (models/short_token_index.h).
+  const ShortTokenIndex* const tokens = short_tokens();
   // Pieces that start before keyable_end have ShortPieceCache::kMaxLen readable bytes in seg.
   const uint8_t* const data = reinterpret_cast<const uint8_t*>(seg.data());
   const size_t keyable_end = seg.size() >= ShortPieceCache::kMaxLen ? seg.size() - ShortPieceCache::kMaxLen + 1 : 0;
-  // Pieces are found kAhead at a time and their cache slots prefetched before any is encoded:
-  // after another library's turn (or any other work) the slots are cold, and their misses then
-  // overlap instead of costing one memory latency per piece.
+  // Pieces are found kAhead at a time and their cache slots and index buckets prefetched before
+  // any is encoded: after another library's turn (or any other work) the slots are cold, and their
+  // misses then overlap instead of costing one memory latency per piece.
   constexpr size_t kAhead = 32;
   struct Pending {
     const uint8_t* p;
@@ -552,7 +560,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
       if (i == queued) break;
       const Pending& q = queue[i++];
       const size_t before = out.size();
-      q.keyed ? encode_piece_keyed(hot, tag, q.key, q.p, q.n, out) : encode_piece(q.p, q.n, out);
+      q.keyed ? encode_piece_keyed(hot, tag, tokens, q.key, q.p, q.n, out) : encode_piece(q.p, q.n, out);
       if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
     }
     queued = 0;
@@ -565,6 +573,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
     if (q.keyed) {
       q.key = ShortPieceCache::make_key(p, n, tag);
       hot.prefetch(q.key);
+      if (tokens != nullptr) tokens->prefetch(q.key);
     }
     if (queued == kAhead) drain();
   });

@@ -25,6 +25,7 @@
 #include "models/bpe_backtrack.h"
 #include "models/safe_cuts.h"
 #include "models/short_piece_cache.h"
+#include "models/short_token_index.h"
 #include "core/cartridge.h"
 #include "text/piece_blocks.h"
 #include "text/pretokenize.h"
@@ -129,13 +130,24 @@ class TiktokenEngine {
   static bool short_cached(const uint8_t* piece, size_t n, bool keyable) {
     return n <= ShortPieceCache::kMaxLen && keyable && piece[0] < 0x80;
   }
-  void encode_piece_keyed(ShortPieceCache& hot, uint16_t tag, const ShortPieceCache::Key& key, const uint8_t* piece,
-                          size_t n, std::vector<uint32_t>& out) const {
+  // `tokens`: short_tokens(), or null to skip it.
+  void encode_piece_keyed(ShortPieceCache& hot, uint16_t tag, const ShortTokenIndex* tokens,
+                          const ShortPieceCache::Key& key, const uint8_t* piece, size_t n,
+                          std::vector<uint32_t>& out) const {
     if (hot.find(tag, key, out)) return;
+    if (const int64_t id = tokens != nullptr ? tokens->find(key) : -1; id >= 0) {
+      const uint32_t token = static_cast<uint32_t>(id);
+      out.push_back(token);
+      hot.put(tag, key, &token, 1);
+      return;
+    }
     const size_t before = out.size();
     encode_piece(piece, n, out);
     hot.put(tag, key, out.data() + before, out.size() - before);
   }
+  // The vocabulary's short tokens by their bytes (models/short_token_index.h), built on first use;
+  // null when it has none or no split tables. Callers fetch it once per call, not per piece.
+  const ShortTokenIndex* short_tokens() const;
   uint64_t memo_owner() const { return owner_; }
   // The tables of the per-piece encoder (models/piece_encoder.h), for the batch stages and the
   // CUDA module. Valid once ready() has succeeded.
@@ -195,6 +207,8 @@ class TiktokenEngine {
   uint64_t owner_;  // unique per engine: keys the per-thread memo caches
   mutable std::once_flag cuts_once_;
   mutable std::unique_ptr<const SafeCuts> cuts_;
+  mutable std::once_flag short_tokens_once_;
+  mutable std::unique_ptr<const ShortTokenIndex> short_tokens_;
   SplitPattern pattern_ = SplitPattern::kNone;
   std::unique_ptr<const Regex> regex_;  // set when TKHD.pattern is kPatternRegex
   BpeTables bpe_;

@@ -1,0 +1,91 @@
+#include "models/short_token_index.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "core/huge_pages.h"
+#include "models/bpe.h"
+
+namespace crayon {
+
+namespace {
+
+// The tokens the index holds: ASCII-led, 1-16 bytes, reachable (see the header).
+bool indexable(const BpeTables& t, const uint32_t* split_left, uint32_t id) {
+  const uint32_t a = t.token_offsets[id];
+  const uint32_t n = t.token_offsets[id + 1] - a;
+  return n >= 1 && n <= ShortPieceCache::kMaxLen && t.token_bytes[a] < 0x80 && split_left[id] != piece::kNoSplit;
+}
+
+// The ShortPieceCache key of token `id` (an indexable one).
+ShortPieceCache::Key key_of(const BpeTables& t, uint32_t id) {
+  const uint32_t a = t.token_offsets[id];
+  const uint32_t n = t.token_offsets[id + 1] - a;
+  // make_key reads 16 bytes and masks off those past the token; near the table's end, a copy.
+  if (a + uint64_t{ShortPieceCache::kMaxLen} <= t.token_bytes_size) return ShortPieceCache::make_key(t.token_bytes + a, n, 0);
+  uint8_t padded[ShortPieceCache::kMaxLen] = {};
+  std::memcpy(padded, t.token_bytes + a, n);
+  return ShortPieceCache::make_key(padded, n, 0);
+}
+
+}  // namespace
+
+std::unique_ptr<const ShortTokenIndex> ShortTokenIndex::build(const BpeTables& t, const uint32_t* split_left) {
+  if (split_left == nullptr) return nullptr;
+  size_t count = 0;
+  for (uint32_t id = 0; id < t.n_ids; ++id) count += indexable(t, split_left, id);
+  if (count == 0) return nullptr;
+  std::unique_ptr<ShortTokenIndex> index(new ShortTokenIndex());
+  unsigned bits = 1;
+  while ((size_t{1} << bits) < count) ++bits;  // buckets >= tokens: at most half the slots used
+  index->bucket_bits_ = bits;
+  // The tokens are grouped by the top bits of their bucket first (a stable counting sort over the
+  // token table, read front to back twice), so that each group's writes land in a region of the
+  // table that stays in cache; within a group ids stay ascending, so a full bucket keeps its lower
+  // ids (the earlier merges). Written in id order, one cache miss per token, the table took
+  // 20-30 ms for o200k_base; reading the token table in bucket order, 11 ms.
+  const unsigned shift = bits - (bits > 8 ? 8 : bits);
+  std::vector<uint32_t> next((size_t{1} << (bits - shift)) + 1, 0);
+  for (uint32_t id = 0; id < t.n_ids; ++id) {
+    if (indexable(t, split_left, id)) ++next[(index->bucket_of(key_of(t, id)) >> shift) + 1];
+  }
+  for (size_t g = 1; g < next.size(); ++g) next[g] += next[g - 1];
+  std::vector<Slot> grouped(count);
+  for (uint32_t id = 0; id < t.n_ids; ++id) {
+    if (!indexable(t, split_left, id)) continue;
+    const ShortPieceCache::Key k = key_of(t, id);
+    grouped[next[index->bucket_of(k) >> shift]++] = Slot{k.a, k.b, id, k.len};
+  }
+
+  index->bytes_ = (size_t{2} << bits) * sizeof(Slot);
+  if (index->bytes_ % kHugePage == 0) {
+    index->slots_ = static_cast<Slot*>(alloc_huge_zeroed(index->bytes_));
+    index->huge_ = index->slots_ != nullptr;
+  }
+  if (index->slots_ == nullptr) {
+    // aligned_alloc wants a size that is a multiple of the alignment: 64 * 2^bits is.
+    index->slots_ = static_cast<Slot*>(std::aligned_alloc(64, index->bytes_));
+    if (index->slots_ == nullptr) throw std::bad_alloc();
+    std::memset(static_cast<void*>(index->slots_), 0, index->bytes_);
+  }
+  for (const Slot& e : grouped) {
+    Slot* s = index->slots_ + 2 * size_t{index->bucket_of(ShortPieceCache::Key{e.a, e.b, e.len, 0})};
+    if (s[0].len != 0) ++s;
+    if (s->len != 0) {
+      ++index->left_out_;
+      continue;
+    }
+    *s = e;
+    ++index->indexed_;
+  }
+  return index;
+}
+
+ShortTokenIndex::~ShortTokenIndex() {
+  if (huge_) free_huge(slots_, bytes_);
+  else std::free(slots_);
+}
+
+}  // namespace crayon

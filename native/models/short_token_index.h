@@ -1,0 +1,98 @@
+// Every short token of a vocabulary by its bytes: the first sighting of a one-token piece in one
+// prefetched probe instead of a trie walk.
+//
+//   ShortPieceCache key (a, b, len) --mix, no engine tag--> one 64-byte bucket of two slots
+//        hit:  the piece is that token
+//        miss: the piece is several tokens, a token not indexed, or a token this index left out
+//
+// Why: on new text the ShortPieceCache answers the pieces a thread has met; what it misses is
+// mostly first sightings (o200k_base, a peers.py cell of 40 English documents: 8.6% of pieces,
+// 6.0% of them one token), and each paid a whole-piece trie walk: one dependent load per byte,
+// cold after another library's turn or any other work (55% of that walk's samples on one load).
+// This index holds those tokens in advance, and its bucket is prefetched with the cache's slot
+// when a piece is found, 32 pieces before it is encoded, so the miss overlaps the others.
+// fastokens does the same with more memory: on its first encode it fills a per-thread pre-token
+// cache with every vocabulary entry of up to 15 bytes (32 MiB and ~300 ms for o200k_base).
+// Measured ("Where the time goes", docs/benchmarks.md): new text in turns with fastokens,
+// o200k_base English +13-16%, code +12-14%, cl100k_base +15% / +9%; warm, one engine alone,
+// within noise. The same kind of index probed after the cache without the prefetch (the third
+// session's BTIX) was level cold and 9% slower warm: the prefetch is what pays.
+//
+// What is indexed: tokens of 1-16 bytes that start with an ASCII byte (only such pieces are
+// keyed: TiktokenEngine::short_cached) and that BPE reaches (split tables: left != kNoSplit, a
+// single byte or a merge). A reachable token is its own BPE, and tiktoken's whole-piece shortcut
+// answers it the same, so the index is exact for both faces' semantics; unreachable tokens
+// (Llama 3 has 588) are left to the trie walk, as are tokens whose bucket is full (both slots
+// taken; 6-7% of them at this load).
+//
+// Memory: 2 slots of 32 bytes per bucket, buckets a power of two at least the number of tokens
+// indexed (at most half the slots used): 4 MiB for cl100k_base, 8 MiB for o200k_base, one per
+// engine, shared by its threads (read only once built), on transparent huge pages where the
+// kernel offers them. Built once per engine, at its first cached encode: one pass over the token
+// table, 2-6 ms (docs/benchmarks.md).
+//
+// Bounds: ids come from the loop over ids < n_ids; token bytes are read through the offsets the
+// engine checked at load; a damaged split table can only make a token indexed or not, never a
+// read out of range.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "models/short_piece_cache.h"
+
+namespace crayon {
+
+struct BpeTables;
+
+class ShortTokenIndex {
+ public:
+  // The index of t's reachable ASCII-led tokens of 1-16 bytes (split_left: the split table,
+  // BpeSplits::left), or null when t has none.
+  static std::unique_ptr<const ShortTokenIndex> build(const BpeTables& t, const uint32_t* split_left);
+  ~ShortTokenIndex();
+  ShortTokenIndex(const ShortTokenIndex&) = delete;
+  ShortTokenIndex& operator=(const ShortTokenIndex&) = delete;
+
+  // Starts loading the bucket of a piece's ShortPieceCache key.
+  void prefetch(const ShortPieceCache::Key& k) const { __builtin_prefetch(bucket(k)); }
+
+  // The token whose bytes the piece of key `k` is, or -1 when the index does not hold it.
+  int64_t find(const ShortPieceCache::Key& k) const {
+    const Slot* s = bucket(k);
+    if (s[0].holds(k)) return s[0].id;
+    if (s[1].holds(k)) return s[1].id;
+    return -1;
+  }
+
+  size_t size() const { return indexed_; }    // tokens held
+  size_t left_out() const { return left_out_; }  // tokens whose bucket was full
+  size_t bytes() const { return bytes_; }
+
+ private:
+  struct alignas(32) Slot {
+    uint64_t a;
+    uint64_t b;
+    uint32_t id;
+    uint32_t len;  // 0: empty
+    bool holds(const ShortPieceCache::Key& k) const { return a == k.a && b == k.b && len == k.len; }
+  };
+  static_assert(sizeof(Slot) == 32, "two slots per cache line");
+
+  ShortTokenIndex() = default;
+  uint32_t bucket_of(const ShortPieceCache::Key& k) const {
+    const uint64_t h = (k.a ^ (k.b * 0xC2B2AE3D27D4EB4Full) ^ k.len) * 0x9E3779B97F4A7C15ull;
+    return static_cast<uint32_t>(h >> (64 - bucket_bits_));
+  }
+  const Slot* bucket(const ShortPieceCache::Key& k) const { return slots_ + 2 * size_t{bucket_of(k)}; }
+
+  Slot* slots_ = nullptr;
+  unsigned bucket_bits_ = 0;
+  bool huge_ = false;
+  size_t bytes_ = 0;
+  size_t indexed_ = 0;
+  size_t left_out_ = 0;
+};
+
+}  // namespace crayon
