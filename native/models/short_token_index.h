@@ -13,23 +13,25 @@
 // when a piece is found, 32 pieces before it is encoded, so the miss overlaps the others.
 // fastokens does the same with more memory: on its first encode it fills a per-thread pre-token
 // cache with every vocabulary entry of up to 15 bytes (32 MiB and ~300 ms for o200k_base).
-// Measured ("Where the time goes", docs/benchmarks.md): new text in turns with fastokens,
-// o200k_base English +13-16%, code +12-14%, cl100k_base +15% / +9%; warm, one engine alone,
-// within noise. The same kind of index probed after the cache without the prefetch (the third
-// session's BTIX) was level cold and 9% slower warm: the prefetch is what pays.
+// Measured (docs/benchmarks.md, "Short tokens indexed"): peers.py on o200k_base English
+// 3.35-3.68x -> 4.22-4.39x tiktoken (0.64-0.72x -> 0.73-0.77x fastokens); an engine alone over a
+// whole corpus, within noise. A whole-token index tried in the third session (BTIX: probed after a
+// cache miss, prefetched only for the pieces that missed) measured level cold and 5-10% slower
+// warm, in a test that ran two engines of one vocabulary in turns.
 //
 // What is indexed: tokens of 1-16 bytes that start with an ASCII byte (only such pieces are
 // keyed: TiktokenEngine::short_cached) and that BPE reaches (split tables: left != kNoSplit, a
 // single byte or a merge). A reachable token is its own BPE, and tiktoken's whole-piece shortcut
 // answers it the same, so the index is exact for both faces' semantics; unreachable tokens
 // (Llama 3 has 588) are left to the trie walk, as are tokens whose bucket is full (both slots
-// taken; 6-7% of them at this load).
+// taken; 5-8% of them at this load).
 //
 // Memory: 2 slots of 32 bytes per bucket, buckets a power of two at least the number of tokens
-// indexed (at most half the slots used): 4 MiB for cl100k_base, 8 MiB for o200k_base, one per
-// engine, shared by its threads (read only once built), on transparent huge pages where the
-// kernel offers them. Built once per engine, at its first cached encode: one pass over the token
-// table, 2-6 ms (docs/benchmarks.md).
+// indexed (at most half the slots used): 4 MiB for r50k_base, 8 MiB for cl100k_base and Llama 3,
+// 16 MiB for o200k_base; one per engine, shared by its threads (read only once built), on
+// transparent huge pages where the kernel offers them. Built once per engine, at its first cached
+// encode: two passes over the token table and one over the index, 6 ms for cl100k_base and 11 ms
+// for o200k_base, most of it the kernel zeroing the new pages.
 //
 // Bounds: ids come from the loop over ids < n_ids; token bytes are read through the offsets the
 // engine checked at load; a damaged split table can only make a token indexed or not, never a
