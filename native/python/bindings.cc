@@ -240,6 +240,16 @@ void without_gil(F&& fn, Interrupts* interrupts = nullptr) {
 using Engine = TiktokenEngine;
 
 // The Python-side handle of an engine.
+// What a ShortTokenIndex holds, for tests and docs: {'tokens', 'left_out', 'bytes'}, or None.
+py::object index_stats(const ShortTokenIndex* index) {
+  if (index == nullptr) return py::none();
+  py::dict d;
+  d["tokens"] = index->size();
+  d["left_out"] = index->left_out();
+  d["bytes"] = index->bytes();
+  return d;
+}
+
 class PyEngine {
  public:
   explicit PyEngine(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {}
@@ -1813,16 +1823,9 @@ PYBIND11_MODULE(_crayon, m) {
         }
         return d;
       })
-      .def("short_token_index", [](const PyEngine& pe) -> py::object {
-        const ShortTokenIndex* index = pe->short_tokens();
-        if (index == nullptr) return py::none();
-        py::dict d;
-        d["tokens"] = index->size();
-        d["left_out"] = index->left_out();
-        d["bytes"] = index->bytes();
-        return d;
-      }, "The engine's index of short tokens (native/models/short_token_index.h), built on first use: "
-         "{'tokens', 'left_out', 'bytes'}, or None when it has none.")
+      .def("short_token_index", [](const PyEngine& pe) { return index_stats(pe->short_tokens()); },
+           "The engine's index of short tokens (native/models/short_token_index.h), built on first use: "
+           "{'tokens', 'left_out', 'bytes'}, or None when it has none.")
       .def("encode_ordinary", [](const PyEngine& pe, const py::str& text, bool cached) {
         const Engine& e = *pe;
         std::string_view t = utf8_view(text);
