@@ -239,7 +239,6 @@ void without_gil(F&& fn, Interrupts* interrupts = nullptr) {
 
 using Engine = TiktokenEngine;
 
-// The Python-side handle of an engine.
 // What a ShortTokenIndex holds, for tests and docs: {'tokens', 'left_out', 'bytes'}, or None.
 py::object index_stats(const ShortTokenIndex* index) {
   if (index == nullptr) return py::none();
@@ -250,6 +249,7 @@ py::object index_stats(const ShortTokenIndex* index) {
   return d;
 }
 
+// The Python-side handle of an engine.
 class PyEngine {
  public:
   explicit PyEngine(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {}
