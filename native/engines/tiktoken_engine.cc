@@ -371,9 +371,9 @@ bool has_cjk(const uint8_t* piece, size_t n) {
 
 }  // namespace
 
-void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token) const {
   if (const SafeCuts* cuts = cuts_for(piece, n)) return encode_cut(*cuts, piece, n, out);
-  const int32_t whole = piece::whole_token(pieces_, piece, n);
+  const int32_t whole = not_a_token ? -1 : piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
     return;
@@ -472,7 +472,9 @@ const SafeCuts* TiktokenEngine::safe_cuts() const {
 }
 
 const ShortTokenIndex* TiktokenEngine::short_tokens() const {
-  std::call_once(short_tokens_once_, [&] { short_tokens_ = ShortTokenIndex::build(bpe_, pieces_.split_left); });
+  std::call_once(short_tokens_once_, [&] {
+    short_tokens_ = ShortTokenIndex::build(bpe_, pieces_.split_left, kinds_, static_cast<uint8_t>(TokenKind::kMergeable));
+  });
   return short_tokens_.get();
 }
 

@@ -117,8 +117,9 @@ class TiktokenEngine {
                    std::vector<SpecialAt>& specials) const;
 
   // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
-  // several tokens go through the calling thread's PieceCache first).
-  void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // several tokens go through the calling thread's PieceCache first). `not_a_token`: the caller
+  // knows the piece is no token (ShortTokenIndex::absent), so the whole-piece walk is skipped.
+  void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token = false) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The thread's ShortPieceCache in front of encode_piece. Callers find pieces ahead, ask
@@ -142,7 +143,7 @@ class TiktokenEngine {
       return;
     }
     const size_t before = out.size();
-    encode_piece(piece, n, out);
+    encode_piece(piece, n, out, tokens != nullptr && tokens->absent(key));
     hot.put(tag, key, out.data() + before, out.size() - before);
   }
   // The vocabulary's short tokens by their bytes (models/short_token_index.h), built on first use;

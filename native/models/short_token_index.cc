@@ -12,11 +12,16 @@ namespace crayon {
 
 namespace {
 
-// The tokens the index holds: ASCII-led, 1-16 bytes, reachable (see the header).
-bool indexable(const BpeTables& t, const uint32_t* split_left, uint32_t id) {
+// The shape of the pieces the index answers for: ASCII-led, 1-16 bytes.
+bool shaped(const BpeTables& t, uint32_t id) {
   const uint32_t a = t.token_offsets[id];
   const uint32_t n = t.token_offsets[id + 1] - a;
-  return n >= 1 && n <= ShortPieceCache::kMaxLen && t.token_bytes[a] < 0x80 && split_left[id] != piece::kNoSplit;
+  return n >= 1 && n <= ShortPieceCache::kMaxLen && t.token_bytes[a] < 0x80;
+}
+
+// The tokens the index holds: of that shape and reachable (see the header).
+bool indexable(const BpeTables& t, const uint32_t* split_left, uint32_t id) {
+  return shaped(t, id) && split_left[id] != piece::kNoSplit;
 }
 
 // The ShortPieceCache key of token `id` (an indexable one).
@@ -32,15 +37,25 @@ ShortPieceCache::Key key_of(const BpeTables& t, uint32_t id) {
 
 }  // namespace
 
-std::unique_ptr<const ShortTokenIndex> ShortTokenIndex::build(const BpeTables& t, const uint32_t* split_left) {
+std::unique_ptr<const ShortTokenIndex> ShortTokenIndex::build(const BpeTables& t, const uint32_t* split_left,
+                                                             const uint8_t* kinds, uint8_t mergeable) {
   if (split_left == nullptr) return nullptr;
   size_t count = 0;
-  for (uint32_t id = 0; id < t.n_ids; ++id) count += indexable(t, split_left, id);
+  bool complete = kinds != nullptr;
+  for (uint32_t id = 0; id < t.n_ids; ++id) {
+    const bool held = indexable(t, split_left, id);
+    count += held;
+    // A mergeable token of the indexed shape that BPE does not reach (or that another id shadows
+    // in the trie): the whole-piece walk may find it, so absent() must not answer for it.
+    if (!held && complete && kinds[id] == mergeable && shaped(t, id)) complete = false;
+  }
   if (count == 0) return nullptr;
   std::unique_ptr<ShortTokenIndex> index(new ShortTokenIndex());
+  index->complete_ = complete;
   unsigned bits = 1;
   while ((size_t{1} << bits) < count) ++bits;  // buckets >= tokens: at most half the slots used
   index->bucket_bits_ = bits;
+  index->overflowed_.assign(((size_t{1} << bits) + 63) / 64, 0);
   // The tokens are grouped by the top bits of their bucket first (a stable counting sort over the
   // token table, read front to back twice), so that each group's writes land in a region of the
   // table that stays in cache; within a group ids stay ascending, so a full bucket keeps its lower
@@ -85,6 +100,8 @@ std::unique_ptr<const ShortTokenIndex> ShortTokenIndex::build(const BpeTables& t
     Slot* s = index->slots_ + 2 * size_t{index->bucket_of(ShortPieceCache::Key{e.a, e.b, e.len, 0})};
     if (s[0].len != 0) ++s;
     if (s->len != 0) {
+      const size_t b = (s - index->slots_) / 2;
+      index->overflowed_[b >> 6] |= uint64_t{1} << (b & 63);
       ++index->left_out_;
       continue;
     }

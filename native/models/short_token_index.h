@@ -24,7 +24,10 @@
 // single byte or a merge). A reachable token is its own BPE, and tiktoken's whole-piece shortcut
 // answers it the same, so the index is exact for both faces' semantics; unreachable tokens
 // (Llama 3 has 588) are left to the trie walk, as are tokens whose bucket is full (both slots
-// taken; 5-8% of them at this load).
+// taken; 5-8% of them at this load). Where no token of that shape is unreachable (r50k, cl100k,
+// o200k: every token is), a piece the index does not find in a bucket that lost no token is no
+// token at all (absent()), and its BPE starts without the whole-piece walk, which fails deep in
+// the trie for a word of several tokens.
 //
 // Memory: 2 slots of 32 bytes per bucket, buckets a power of two at least the number of tokens
 // indexed (at most half the slots used): 4 MiB for r50k_base, 8 MiB for cl100k_base and Llama 3,
@@ -42,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "models/short_piece_cache.h"
 
@@ -52,8 +56,10 @@ struct BpeTables;
 class ShortTokenIndex {
  public:
   // The index of t's reachable ASCII-led tokens of 1-16 bytes (split_left: the split table,
-  // BpeSplits::left), or null when t has none.
-  static std::unique_ptr<const ShortTokenIndex> build(const BpeTables& t, const uint32_t* split_left);
+  // BpeSplits::left; kinds: each id's kind, `mergeable` the kind of the trie's tokens), or null
+  // when t has none.
+  static std::unique_ptr<const ShortTokenIndex> build(const BpeTables& t, const uint32_t* split_left,
+                                                      const uint8_t* kinds, uint8_t mergeable);
   ~ShortTokenIndex();
   ShortTokenIndex(const ShortTokenIndex&) = delete;
   ShortTokenIndex& operator=(const ShortTokenIndex&) = delete;
@@ -69,9 +75,18 @@ class ShortTokenIndex {
     return -1;
   }
 
+  // Whether the piece of key `k` is certainly no token of the vocabulary (so no trie walk needs to
+  // ask): find() has not found it, no token was left out of its bucket, and every mergeable token
+  // of its shape (ASCII-led, 1-16 bytes) is reachable, so the index holds them all.
+  bool absent(const ShortPieceCache::Key& k) const {
+    const uint32_t b = bucket_of(k);
+    return complete_ && !((overflowed_[b >> 6] >> (b & 63)) & 1) && !bucket(k)[0].holds(k) && !bucket(k)[1].holds(k);
+  }
+
   size_t size() const { return indexed_; }    // tokens held
   size_t left_out() const { return left_out_; }  // tokens whose bucket was full
   size_t bytes() const { return bytes_; }
+  bool complete() const { return complete_; }  // absent() can answer (see there)
 
  private:
   struct alignas(32) Slot {
@@ -96,6 +111,8 @@ class ShortTokenIndex {
   size_t bytes_ = 0;
   size_t indexed_ = 0;
   size_t left_out_ = 0;
+  std::vector<uint64_t> overflowed_;  // one bit per bucket: a token was left out of it
+  bool complete_ = false;             // no mergeable token of the indexed shape is unreachable
 };
 
 }  // namespace crayon

@@ -239,13 +239,14 @@ void without_gil(F&& fn, Interrupts* interrupts = nullptr) {
 
 using Engine = TiktokenEngine;
 
-// What a ShortTokenIndex holds, for tests and docs: {'tokens', 'left_out', 'bytes'}, or None.
+// What a ShortTokenIndex holds, for tests and docs: {'tokens', 'left_out', 'bytes', 'complete'}, or None.
 py::object index_stats(const ShortTokenIndex* index) {
   if (index == nullptr) return py::none();
   py::dict d;
   d["tokens"] = index->size();
   d["left_out"] = index->left_out();
   d["bytes"] = index->bytes();
+  d["complete"] = index->complete();
   return d;
 }
 
@@ -1825,7 +1826,7 @@ PYBIND11_MODULE(_crayon, m) {
       })
       .def("short_token_index", [](const PyEngine& pe) { return index_stats(pe->short_tokens()); },
            "The engine's index of short tokens (native/models/short_token_index.h), built on first use: "
-           "{'tokens', 'left_out', 'bytes'}, or None when it has none.")
+           "{'tokens', 'left_out', 'bytes', 'complete'}, or None when it has none.")
       .def("encode_ordinary", [](const PyEngine& pe, const py::str& text, bool cached) {
         const Engine& e = *pe;
         std::string_view t = utf8_view(text);
