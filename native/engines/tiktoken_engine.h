@@ -118,7 +118,7 @@ class TiktokenEngine {
 
   // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
   // several tokens go through the calling thread's PieceCache first). `not_a_token`: the caller
-  // knows the piece is no token (ShortTokenIndex::absent), so the whole-piece walk is skipped.
+  // knows the piece is no token (ShortTokenIndex::kNoToken), so the whole-piece walk is skipped.
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token = false) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
@@ -136,14 +136,15 @@ class TiktokenEngine {
                           const ShortPieceCache::Key& key, const uint8_t* piece, size_t n,
                           std::vector<uint32_t>& out) const {
     if (hot.find(tag, key, out)) return;
-    if (const int64_t id = tokens != nullptr ? tokens->find(key) : -1; id >= 0) {
+    const int64_t id = tokens != nullptr ? tokens->find(key) : ShortTokenIndex::kNotHeld;
+    if (id >= 0) {
       const uint32_t token = static_cast<uint32_t>(id);
       out.push_back(token);
       hot.put(tag, key, &token, 1);
       return;
     }
     const size_t before = out.size();
-    encode_piece(piece, n, out, tokens != nullptr && tokens->absent(key));
+    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken);
     hot.put(tag, key, out.data() + before, out.size() - before);
   }
   // The vocabulary's short tokens by their bytes (models/short_token_index.h), built on first use;

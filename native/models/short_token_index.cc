@@ -46,7 +46,7 @@ std::unique_ptr<const ShortTokenIndex> ShortTokenIndex::build(const BpeTables& t
     const bool held = indexable(t, split_left, id);
     count += held;
     // A mergeable token of the indexed shape that BPE does not reach (or that another id shadows
-    // in the trie): the whole-piece walk may find it, so absent() must not answer for it.
+    // in the trie): the whole-piece walk may find it, so find() must not answer kNoToken.
     if (!held && complete && kinds[id] == mergeable && shaped(t, id)) complete = false;
   }
   if (count == 0) return nullptr;

@@ -26,7 +26,7 @@
 // (Llama 3 has 588) are left to the trie walk, as are tokens whose bucket is full (both slots
 // taken; 5-8% of them at this load). Where no token of that shape is unreachable (r50k, cl100k,
 // o200k: every token is), a piece the index does not find in a bucket that lost no token is no
-// token at all (absent()), and its BPE starts without the whole-piece walk, which fails deep in
+// token at all (find() says kNoToken), and its BPE starts without the whole-piece walk, which fails deep in
 // the trie for a word of several tokens.
 //
 // Memory: 2 slots of 32 bytes per bucket, buckets a power of two at least the number of tokens
@@ -67,26 +67,24 @@ class ShortTokenIndex {
   // Starts loading the bucket of a piece's ShortPieceCache key.
   void prefetch(const ShortPieceCache::Key& k) const { __builtin_prefetch(bucket(k)); }
 
-  // The token whose bytes the piece of key `k` is, or -1 when the index does not hold it.
+  // The token whose bytes the piece of key `k` is; else kNoToken when the piece is certainly no
+  // token of the vocabulary (so no trie walk needs to ask: no token was left out of its bucket,
+  // and every mergeable token of its shape, ASCII-led and 1-16 bytes, is reachable, so the index
+  // holds them all); else kNotHeld.
+  static constexpr int64_t kNoToken = -1;
+  static constexpr int64_t kNotHeld = -2;
   int64_t find(const ShortPieceCache::Key& k) const {
-    const Slot* s = bucket(k);
+    const uint32_t b = bucket_of(k);
+    const Slot* s = slots_ + 2 * size_t{b};
     if (s[0].holds(k)) return s[0].id;
     if (s[1].holds(k)) return s[1].id;
-    return -1;
-  }
-
-  // Whether the piece of key `k` is certainly no token of the vocabulary (so no trie walk needs to
-  // ask): find() has not found it, no token was left out of its bucket, and every mergeable token
-  // of its shape (ASCII-led, 1-16 bytes) is reachable, so the index holds them all.
-  bool absent(const ShortPieceCache::Key& k) const {
-    const uint32_t b = bucket_of(k);
-    return complete_ && !((overflowed_[b >> 6] >> (b & 63)) & 1) && !bucket(k)[0].holds(k) && !bucket(k)[1].holds(k);
+    return complete_ && !((overflowed_[b >> 6] >> (b & 63)) & 1) ? kNoToken : kNotHeld;
   }
 
   size_t size() const { return indexed_; }    // tokens held
   size_t left_out() const { return left_out_; }  // tokens whose bucket was full
   size_t bytes() const { return bytes_; }
-  bool complete() const { return complete_; }  // absent() can answer (see there)
+  bool complete() const { return complete_; }  // find() can answer kNoToken (see there)
 
  private:
   struct alignas(32) Slot {
