@@ -457,15 +457,24 @@ bool is_identity(std::string_view text, const Form& f) {
   // quick_scan takes a std::string only for char_at; a view is enough for the scan itself.
   const size_t n = text.size();
   const auto* p = reinterpret_cast<const uint8_t*>(text.data());
-  uint8_t last_ccc = 0;
+  const uint16_t decomposes = f.compat ? nt::kCompatDecomp : nt::kCanonDecomp;
+  uint8_t last_ccc = 0;  // the largest class since the last starter (classes never fall: checked)
+  // The last starter, and whether the recomposer holds it as it is (it does not decompose, and
+  // nothing since it does): then it is the one char a trailer could compose with.
+  uint32_t starter = 0;
+  bool starter_kept = false;
   for (size_t i = 0; i < n;) {
     if (p[i] < 0x80) {
       while (i + 8 <= n && all_ascii8(text.data() + i)) i += 8;
       while (i < n && p[i] < 0x80) ++i;
       last_ccc = 0;
+      starter = p[i - 1];
+      starter_kept = true;
       continue;
     }
     if (p[i] >= 0xE4 && p[i] <= 0xE9 && i + 2 < n && utf8::is_continuation(p[i + 1]) && utf8::is_continuation(p[i + 2])) {
+      starter = (p[i] & 0x0Fu) << 12 | (p[i + 1] & 0x3Fu) << 6 | (p[i + 2] & 0x3Fu);
+      starter_kept = true;
       i += 3;  // cjk_block_inert()
       last_ccc = 0;
       continue;
@@ -473,8 +482,24 @@ bool is_identity(std::string_view text, const Form& f) {
     const utf8::Decoded d = utf8::decode(p + i, p + n);
     const uint16_t pr = d.cp == utf8::kInvalid ? 0 : nt::props(d.cp);
     const uint8_t cls = static_cast<uint8_t>(pr & 0xFF);
-    if ((pr & f.not_quick) || (cls != 0 && last_ccc > cls)) return false;
+    if (cls != 0 && last_ccc > cls) return false;
+    if (pr & f.not_quick) {
+      // Quick_Check Maybe only (a trailer: it composes with some starters) is still the identity
+      // where the recomposer would not compose it: a mark between it and the starter blocks it
+      // (class 0, or a class at least its own), or the starter has no composition with it.
+      // Bengali, Tamil, Malayalam, Sinhala and Syriac text is full of such trailers.
+      if ((pr & f.not_quick) != nt::kTrailer || !starter_kept) return false;
+      const bool blocked = last_ccc != 0 && last_ccc >= cls;
+      uint32_t composed;
+      if (!blocked && compose(starter, d.cp, &composed)) return false;
+    }
     last_ccc = cls;
+    if (d.cp == utf8::kInvalid || cls == 0) {
+      starter = d.cp;
+      starter_kept = d.cp != utf8::kInvalid && !(pr & decomposes);
+    } else if (pr & decomposes) {
+      starter_kept = false;
+    }
     i += d.len;
   }
   return true;
