@@ -1298,12 +1298,21 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
     text = normalized;  // same characters, same lengths: the alignment stays implicit
   } else if (changes) {
     normalized.assign(segment.data(), segment.size());
-    align.clear();
-    align.reserve(segment.size());
-    for (uint32_t i = 0; i < segment.size();) {
+    // Each byte's original range is its character's: written in place, ASCII bytes without
+    // looking for continuations (a push per byte was a tenth of bert's time on 39 scripts).
+    const auto* s = reinterpret_cast<const uint8_t*>(segment.data());
+    const uint32_t n = static_cast<uint32_t>(segment.size());
+    align.resize(n);
+    std::pair<uint32_t, uint32_t>* a = align.data();
+    for (uint32_t i = 0; i < n;) {
+      if (s[i] < 0x80) {
+        a[i] = {base + i, base + i + 1};
+        ++i;
+        continue;
+      }
       uint32_t j = i + 1;
-      while (j < segment.size() && is_continuation(static_cast<uint8_t>(segment[j]))) ++j;
-      for (uint32_t k = i; k < j; ++k) align.emplace_back(base + i, base + j);
+      while (j < n && is_continuation(s[j])) ++j;
+      for (uint32_t k = i; k < j; ++k) a[k] = {base + i, base + j};
       i = j;
     }
     if (pipeline_.normalizer->apply(normalized, align)) {
