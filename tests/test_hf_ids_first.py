@@ -419,3 +419,34 @@ def test_ids_only_split_pieces_on_the_fast_path(behavior):
         assert got.ids == expected.ids, t[:60]
         assert got.offsets == expected.offsets, t[:60]  # the eager path, read after the ids
     assert [e.ids for e in ours.encode_batch(texts())] == [e.ids for e in ref.encode_batch(texts())]
+
+
+@pytest.mark.parametrize("prepend_scheme", ["first", "always"])
+def test_ids_only_text_a_bert_normalizer_changes(prepend_scheme):
+    """Text a BertNormalizer changes (accents stripped, control chars dropped, spaces put around
+    CJK chars, letters lowercased) is normalized without alignments for ids only, where no step
+    reads them; a Metaspace that prepends only to the first piece of the original text reads them
+    (a dropped leading control char, or a CJK char with its inserted space, changes which piece
+    that is), and takes the aligned path. Ids against tokenizers, and against the offsets path."""
+    import json
+
+    tokenizers = require_module("tokenizers")
+    from crayon_hf import Tokenizer
+
+    data = json.loads(require_shared(VOCAB / "hf" / "bert_base_uncased" / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    for word in list(vocab):  # the same words with Metaspace's prefix, so both kinds of piece have tokens
+        if not word.startswith("##"):
+            vocab.setdefault("\u2581" + word, len(vocab))
+    data["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": prepend_scheme,
+                             "split": True}
+    data["decoder"] = None
+    text = json.dumps(data)
+    ours, ref = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    samples = ["\x01Élan vital", "中文 text", "\x01\x02中 first", " Ça va? ÉCOLE", "ÀÉÎÕÜ naïve café",
+               "\u3000Ünïcödé\u00a0spaces", *texts()[:40]]
+    for t in samples:
+        expected = ref.encode(t)
+        got = ours.encode(t)
+        assert got.ids == expected.ids, t[:60]
+        assert got.offsets == expected.offsets, t[:60]

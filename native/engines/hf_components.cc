@@ -47,6 +47,14 @@ class NormalizerChain final : public TextNormalizer {
     return false;
   }
 
+  bool apply_text(std::string_view text, std::string& out) const override {
+    if (steps_.size() != 1) return false;
+    const NormStep& s = steps_[0];
+    if (s.kind == NormStep::Kind::kBert) return normalize_bert_text(text, s.bert, out);
+    if (s.kind == NormStep::Kind::kPrecompiled) return s.precompiled->normalize_text(text, out);
+    return false;
+  }
+
   bool apply(std::string& text, ByteRanges& align) const override {
     NormalizedText nt;
     nt.text = std::move(text);

@@ -595,6 +595,9 @@ HfEngine::HfEngine(std::shared_ptr<const Cartridge> cartridge, HfPipeline pipeli
   }
   separators_ok_ = steps.size() == 1 && steps[0].kind == PreTokenizerStep::Kind::kSplit && steps[0].splitter &&
                    steps[0].splitter->splits_bert() && added_normalized_.empty();
+  ids_read_alignment_ = std::any_of(steps.begin(), steps.end(), [](const PreTokenizerStep& st) {
+    return st.kind == PreTokenizerStep::Kind::kMetaspace && st.prepend_scheme == PreTokenizerStep::Prepend::kFirst;
+  });
 }
 
 void HfEngine::ready() const {
@@ -1296,6 +1299,8 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
   bool separators_left = false;  // CJK chars left without their spaces: the Bert splitter isolates them
   if (changes && pipeline_.normalizer->apply_same_length(segment, normalized, separators_ok_ ? &separators_left : nullptr)) {
     text = normalized;  // same characters, same lengths: the alignment stays implicit
+  } else if (changes && !out.with_offsets && !ids_read_alignment_ && pipeline_.normalizer->apply_text(segment, normalized)) {
+    text = normalized;  // ids only: no offset is read, so no alignment is built (`where` is a stand-in)
   } else if (changes) {
     normalized.assign(segment.data(), segment.size());
     // Each byte's original range is its character's: written in place, ASCII bytes without

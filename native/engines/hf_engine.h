@@ -62,6 +62,9 @@ class TextNormalizer {
   virtual bool apply_same_length(std::string_view text, std::string& out, bool* separators_left = nullptr) const {
     return false;
   }
+  // For ids only: the normalized text of original text without its alignments, written to `out`
+  // (true); false: call apply(). The default never takes it.
+  virtual bool apply_text(std::string_view text, std::string& out) const { return false; }
 };
 
 // A pre-tokenizer that only splits: appends [start, end) sub-ranges of `text` (non-empty).
@@ -326,6 +329,9 @@ class HfEngine {
   // The normalizer may leave out the spaces around CJK chars (TextNormalizer::apply_same_length):
   // the only pre-tokenizer is BertPreTokenizer and no added token is matched on normalized text.
   bool separators_ok_ = false;
+  // A Metaspace step prepends "first" by the original offset of a piece: ids then depend on the
+  // alignment, and text a normalizer changes keeps it (TextNormalizer::apply_text is not taken).
+  bool ids_read_alignment_ = false;
 };
 
 }  // namespace crayon

@@ -165,19 +165,23 @@ const AsciiMap& ascii_map(const BertNormalizerOptions& o) {
 
 // ---- the fused pass ---------------------------------------------------------------------------
 
-// Output text + alignments, written through raw pointers (capacity checked per char or per run).
+// Output text + alignments (kAlign; the text alone otherwise), written through raw pointers
+// (capacity checked per char or per run).
+template <bool kAlign>
 class Sink {
  public:
   explicit Sink(size_t hint) {
     text_.resize(hint);
-    align_.reserve(hint);
+    if constexpr (kAlign) align_.reserve(hint);
   }
 
   void put(uint32_t cp, Alignment a) {
     if (len_ + 4 > text_.size()) text_.resize(text_.size() * 2 + 16);
     const int n = encode(cp, &text_[len_]);
     len_ += static_cast<size_t>(n);
-    for (int k = 0; k < n; ++k) align_.push_back(a);
+    if constexpr (kAlign) {
+      for (int k = 0; k < n; ++k) align_.push_back(a);
+    }
   }
 
   // Room for k more bytes; returns where they go (commit with advance()).
@@ -193,6 +197,10 @@ class Sink {
     t.text.swap(text_);
     t.align.swap(align_);
   }
+  void finish(std::string& text) {
+    text_.resize(len_);
+    text.swap(text_);
+  }
 
  private:
   std::string text_;
@@ -205,14 +213,19 @@ class Sink {
 // bytes can make them one char for the steps after clean_text, which a one-pass scan never sees).
 struct NeedsReference {};
 
+// The fused pass over `text` whose byte i has the alignment align[i]. kAlign false: the text
+// alone (align is null; every char then carries a placeholder alignment, which is never empty,
+// as no byte of an original text has one).
+template <bool kAlign>
 class Fused {
  public:
-  Fused(const NormalizedText& in, const BertNormalizerOptions& o)
-      : in_(in), o_(o), map_(ascii_map(o)), out_(in.text.size() + in.text.size() / 8 + 16) {}
+  Fused(std::string_view text, const Alignment* align, const BertNormalizerOptions& o)
+      : text_(text), align_(align), o_(o), map_(ascii_map(o)), out_(text.size() + text.size() / 8 + 16) {}
 
-  void run(NormalizedText& t) {
-    const auto* p = reinterpret_cast<const uint8_t*>(in_.text.data());
-    const size_t n = in_.text.size();
+  template <class Out>
+  void run(Out& t) {
+    const auto* p = reinterpret_cast<const uint8_t*>(text_.data());
+    const size_t n = text_.size();
     for (size_t i = 0; i < n;) {
       if (p[i] < 0x80 && first_a_ && first_c_) {
         size_t j = i + 1;
@@ -231,7 +244,8 @@ class Fused {
         continue;
       }
       const Char c = char_at(p, i, n);
-      stage_a(c.cp, in_.align[i]);
+      if constexpr (kAlign) stage_a(c.cp, align_[i]);
+      else stage_a(c.cp, Alignment{0, 1});
       i += c.len;
     }
     flush_b();
@@ -243,7 +257,7 @@ class Fused {
   void ascii_run(const uint8_t* p, size_t i, size_t j) {
     char* w = out_.room(j - i);
     char* const w0 = w;
-    const Alignment* align = in_.align.data();
+    [[maybe_unused]] const Alignment* align = align_;
     size_t block = i;  // first byte whose alignment is not copied yet
     size_t k = i;
     const bool clean = o_.clean_text, lower = o_.lowercase;
@@ -262,12 +276,12 @@ class Fused {
       if (map_.keep[b]) {
         *w++ = static_cast<char>(map_.out[b]);
       } else {
-        out_.copy_align(align + block, k - block);
+        if constexpr (kAlign) out_.copy_align(align + block, k - block);
         block = k + 1;
       }
       ++k;
     }
-    out_.copy_align(align + block, j - block);
+    if constexpr (kAlign) out_.copy_align(align + block, j - block);
     out_.advance(static_cast<size_t>(w - w0));
   }
 
@@ -398,10 +412,11 @@ class Fused {
     Alignment a;
   };
 
-  const NormalizedText& in_;
+  std::string_view text_;
+  const Alignment* align_;
   const BertNormalizerOptions& o_;
   const AsciiMap& map_;
-  Sink out_;
+  Sink<kAlign> out_;
   Pending head_{0, {0, 0}};
   bool has_head_ = false;
   std::vector<Pending> marks_, run_;
@@ -660,10 +675,19 @@ void normalize_bert(NormalizedText& t, const BertNormalizerOptions& o) {
   if (poisoned(t)) return reference::normalize_bert(t, o);
   if (bert_is_identity(t.text, o)) return;
   try {
-    Fused(t, o).run(t);
+    Fused<true>(t.text, t.align.data(), o).run(t);
   } catch (const NeedsReference&) {
     reference::normalize_bert(t, o);  // t is untouched until run() finishes
   }
+}
+
+bool normalize_bert_text(std::string_view text, const BertNormalizerOptions& o, std::string& out) {
+  try {
+    Fused<false>(text, nullptr, o).run(out);
+  } catch (const NeedsReference&) {
+    return false;
+  }
+  return true;
 }
 
 bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptions& o, std::string& out,

@@ -73,6 +73,12 @@ void normalize_bert(NormalizedText& t, const BertNormalizerOptions&);
 bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptions&, std::string& out,
                                 bool* separators_left = nullptr);
 
+// The text normalize_bert makes of original text (whose every byte carries its character's
+// alignment, as NormalizedText::from_original gives it) without its alignments, for callers that
+// need ids only; false (out unspecified) where the fused pass leaves the text to the reference
+// (invalid UTF-8): then call normalize_bert.
+bool normalize_bert_text(std::string_view text, const BertNormalizerOptions&, std::string& out);
+
 // BertPreTokenizer: appends the [start, end) byte ranges of the pre-tokens of `text`, in order.
 // isolate_cjk: each CJK char (handle_chinese_chars' class) is a pre-token of its own, as if
 // surrounded by spaces (see normalize_bert_same_length).

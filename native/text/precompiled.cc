@@ -507,6 +507,20 @@ bool PrecompiledNormalizer::normalize_same_length(std::string_view text, std::st
   return scan(text, sink) == Scan::kDone && same;
 }
 
+bool PrecompiledNormalizer::normalize_text(std::string_view text, std::string& out) const {
+  out.clear();
+  size_t done = 0;  // text before `done` is written
+  auto sink = [&](size_t start, size_t end, uint32_t, const Lookup& r) {
+    out.append(text.data() + done, start - done);
+    out.append(normalized_.data() + r.off, r.len);
+    done = end;
+    return true;
+  };
+  if (scan(text, sink) != Scan::kDone) return false;
+  out.append(text.data() + done, text.size() - done);
+  return true;
+}
+
 void PrecompiledNormalizer::normalize_reference(NormalizedText& t) const {
   // Precompiled::normalize, line by line: graphemes(true), whole lookup under 6 bytes, else each
   // char; replace() builds the pairs; transform only if something was modified.

@@ -109,6 +109,11 @@ class PrecompiledNormalizer {
   // `out` must not alias `text`.
   bool normalize_same_length(std::string_view text, std::string& out) const;
 
+  // The text normalize() makes of original text, without its alignments (ids-only encodes): the
+  // text between matches as it is, each match's replacement string. False (out unspecified) where
+  // normalize() would throw. `out` must not alias `text`.
+  bool normalize_text(std::string_view text, std::string& out) const;
+
   // The slow, obviously-faithful twin: tokenizers' pair list for the whole text, then
   // transform_chars. Test oracle for normalize() (tests/native/precompiled_driver.cc).
   void normalize_reference(NormalizedText& t) const;

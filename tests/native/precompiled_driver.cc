@@ -86,6 +86,9 @@ Outcome run_precompiled(const PrecompiledNormalizer& pc, NormalizedText& t, size
   std::string same;
   const bool original = before.align == NormalizedText::from_original(before.text).align;
   const bool same_claimed = original && pc.normalize_same_length(before.text, same);
+  // normalize_text on original text: the reference's text, and no answer where it panics.
+  std::string alone;
+  const bool text_claimed = original && pc.normalize_text(before.text, alone);
   int panics = 0;
   try {
     pc.normalize(t);
@@ -103,8 +106,9 @@ Outcome run_precompiled(const PrecompiledNormalizer& pc, NormalizedText& t, size
     return Outcome::kMismatch;
   }
   if (panics == 3) {
-    if (same_claimed) {
-      std::cerr << "case " << index << ": normalize_same_length answered but normalize panics\n";
+    if (same_claimed || text_claimed) {
+      std::cerr << "case " << index << ": normalize_" << (same_claimed ? "same_length" : "text")
+                << " answered but normalize panics\n";
       return Outcome::kMismatch;
     }
     if (claimed) {
@@ -126,6 +130,11 @@ Outcome run_precompiled(const PrecompiledNormalizer& pc, NormalizedText& t, size
   }
   if (same_claimed && (slow.text != same || slow.align != before.align || !same_bounds)) {
     std::cerr << "case " << index << ": normalize_same_length differs from the reference\n  in   " << describe(before)
+              << "\n  ref  " << describe(slow) << "\n";
+    return Outcome::kMismatch;
+  }
+  if (text_claimed && alone != slow.text) {
+    std::cerr << "case " << index << ": normalize_text differs from the reference\n  in   " << describe(before)
               << "\n  ref  " << describe(slow) << "\n";
     return Outcome::kMismatch;
   }
