@@ -299,7 +299,7 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
 // the token's content (stripped whitespace included, as tokenizers shows it).
 void emit_added(const AddedEntry& t, std::string_view matched, uint32_t start, uint32_t end, RawEncoding& out,
                 uint32_t& word) {
-  if (t.show_text() || matched != t.content) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), matched);
+  if (t.show_text() || matched != t.content) out.note_text(matched);
   out.push(t.id, start, end, word++);
 }
 
@@ -983,9 +983,7 @@ void emit_rewritten(const std::vector<HfToken>& tokens, const char* input, const
                     const Alignment& where, int64_t unk_text, uint32_t word, RawEncoding& out) {
   for (const HfToken& t : tokens) {
     if (t.end <= t.start || t.end > source.size()) continue;  // only a damaged model gets here
-    if (static_cast<int64_t>(t.id) == unk_text) {
-      out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), std::string(input + t.start, t.end - t.start));
-    }
+    if (static_cast<int64_t>(t.id) == unk_text) out.note_text(std::string_view(input + t.start, t.end - t.start));
     out.push(t.id, where.start_of(source[t.start]), where.end_of(source[t.end - 1]), word);
   }
 }
@@ -1145,9 +1143,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
                         const Alignment& where, const std::vector<Piece>& pieces, RawEncoding& out, uint32_t& word,
                         const WordOwners& owners) {
   auto note_unk = [&](const HfToken& t, const char* input) {
-    if (static_cast<int64_t>(t.id) == unk_text) {
-      out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), std::string(input + t.start, t.end - t.start));
-    }
+    if (static_cast<int64_t>(t.id) == unk_text) out.note_text(std::string_view(input + t.start, t.end - t.start));
   };
   const auto* bpe = dynamic_cast<const HfBpeModel*>(&model);
   if (bpe != nullptr && bpe->segments() && metaspace != nullptr && !metaspace->split) {
@@ -1168,8 +1164,8 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
   // Ids only: words of up to 16 bytes go through the thread's ShortPieceCache, keyed by their
   // bytes in the text and tagged by whether the replacement is prepended, so a word met before
   // costs one probe instead of the prefixed copy, the model's word cache and the token checks.
-  // (With offsets the tokens' ends are needed, which the cache does not keep.) A result holding
-  // the unk id whose text is kept (Unigram) is not cached: its text is noted per occurrence.
+  // (With offsets the tokens' ends are needed, which the cache does not keep; so are the texts of
+  // Unigram's unk tokens, which ids alone leave out: RawEncoding::note_text.)
   ShortPieceCache* hot = nullptr;
   uint16_t tag_plain = 0, tag_prefixed = 0;
   size_t keyable_end = 0;
@@ -1218,8 +1214,6 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
           keep = false;
           continue;
         }
-        if (static_cast<int64_t>(t.id) == unk_text) keep = false;
-        note_unk(t, p.prefix ? scratch.data() : text.data() + p.start);
         if (k < ShortPieceCache::kMaxIds) ids[k] = t.id;
         out.ids.push_back(t.id);
       }
@@ -1584,7 +1578,7 @@ void HfEngine::raw_from_pieces(std::string_view text, const uint32_t* values, si
       const HfAddedAt& a = added[v - n_ranks];
       id = a.id;
       len = a.len;
-      if (a.text) out.token_text.emplace_back(static_cast<uint32_t>(out.ids.size()), std::string(text.substr(pos, len)));
+      if (a.text) out.note_text(text.substr(pos, len));
     }
     if (len == 0 || pos + len > text.size()) {
       throw CartridgeError("the tokens of the batch stages do not tile a document: the nested tiktoken tables "

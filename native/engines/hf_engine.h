@@ -118,7 +118,7 @@ struct HfPipeline {
 // `token_text`.
 //
 // Two knobs set by the caller before encode() (clear() keeps them):
-// - `with_offsets = false` asks for ids only: starts, ends and words stay empty and
+// - `with_offsets = false` asks for ids only: starts, ends, words and token_text stay empty and
 //   the streaming loops skip the character-boundary work. The ids are the same; a caller that
 //   later needs offsets encodes the text again with offsets (the engine is deterministic).
 // - `limit`: the engine may stop once it has produced at least `limit` tokens. It stops only
@@ -142,6 +142,11 @@ struct RawEncoding {
   bool with_offsets = true;
   size_t limit = static_cast<size_t>(-1);
   void clear() { ids.clear(); starts.clear(); ends.clear(); words.clear(); token_text.clear(); }
+  // The string of the next token, where it is not the vocabulary's. Kept with offsets only: a
+  // caller of ids alone encodes the text again, with offsets, for anything else it reads.
+  void note_text(std::string_view text) {
+    if (with_offsets) token_text.emplace_back(static_cast<uint32_t>(ids.size()), std::string(text));
+  }
   bool full() const { return ids.size() >= limit; }
   // Room for `more` tokens past the current ones.
   void reserve_more(size_t more) {
