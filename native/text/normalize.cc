@@ -345,27 +345,73 @@ struct Scan {
   size_t boundary;  // otherwise: the last boundary at or before the first char that fails
 };
 
-// `from` must be a boundary (or 0).
-Scan quick_scan(const std::string& s, size_t from, const Form& f) {
+// U+4000..U+9FFF (UTF-8 lead bytes E4-E9: the end of CJK Extension A, the Yijing hexagrams, the
+// unified ideographs) are starters that no form changes and none composes with: quick_scan
+// passes over them without the tables (a table lookup per character was 4% of Qwen2's time on
+// Chinese). Checked against the tables when this file compiles.
+constexpr bool cjk_block_inert() {
+  for (uint32_t cp = 0x4000; cp < 0xA000; ++cp) {
+    const uint16_t pr = nt::kPropsStage2[(nt::kPropsStage1[cp >> nt::kPropsShift] << nt::kPropsShift) +
+                                         (cp & ((1u << nt::kPropsShift) - 1))];
+    if ((pr & ~nt::kLowerChanges) != 0) return false;
+  }
+  return true;
+}
+static_assert(cjk_block_inert(), "U+4000..U+9FFF are no longer inert under normalization: drop quick_scan's fast path");
+
+// The quick check from `from` (a boundary, or 0). Beyond UAX #15's, a Quick_Check=Maybe character
+// (a trailer: the second of some composition) passes where the recomposer would not compose it:
+// a mark between it and the last starter blocks it (class 0, or a class at least its own), or
+// that starter, which must not decompose, has no composition with it. Such text comes out of the
+// faithful algorithm as its own chars, each (c, 0). Bengali, Tamil, Malayalam, Sinhala and Syriac
+// text is full of such trailers.
+Scan quick_scan(std::string_view s, size_t from, const Form& f) {
   const size_t n = s.size();
-  const char* p = s.data();
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const uint16_t decomposes = f.compat ? nt::kCompatDecomp : nt::kCanonDecomp;
   size_t i = from, boundary = from;
-  uint8_t last_ccc = 0;
+  uint8_t last_ccc = 0;  // the largest class since the last starter (classes never fall: checked)
+  // The last starter, and whether the recomposer holds it as it is (it does not decompose, and
+  // nothing since it does): then it is the one char a trailer could compose with.
+  uint32_t starter = 0;
+  bool starter_kept = false;
   while (i < n) {
-    if (static_cast<uint8_t>(p[i]) < 0x80) {
-      while (i + 8 <= n && all_ascii8(p + i)) i += 8;
-      while (i < n && static_cast<uint8_t>(p[i]) < 0x80) ++i;
+    if (p[i] < 0x80) {
+      while (i + 8 <= n && all_ascii8(s.data() + i)) i += 8;
+      while (i < n && p[i] < 0x80) ++i;
       boundary = i - 1;
       last_ccc = 0;
+      starter = p[i - 1];
+      starter_kept = true;
       continue;
     }
-    const Char c = char_at(s, i);
-    const uint16_t pr = nt::props(c.cp);  // 0 for a raw byte
+    if (p[i] >= 0xE4 && p[i] <= 0xE9 && i + 2 < n && utf8::is_continuation(p[i + 1]) && utf8::is_continuation(p[i + 2])) {
+      boundary = i;  // cjk_block_inert()
+      starter = utf8::three_byte_cp(p + i);
+      starter_kept = true;
+      last_ccc = 0;
+      i += 3;
+      continue;
+    }
+    const utf8::Decoded d = utf8::decode(p + i, p + n);
+    const uint16_t pr = d.cp == utf8::kInvalid ? 0 : nt::props(d.cp);  // a raw byte: a boundary
     const uint8_t cls = static_cast<uint8_t>(pr & 0xFF);
-    if ((pr & f.not_quick) || (cls != 0 && last_ccc > cls)) return {false, boundary};
+    if (cls != 0 && last_ccc > cls) return {false, boundary};
+    if (pr & f.not_quick) {
+      if ((pr & f.not_quick) != nt::kTrailer || !starter_kept) return {false, boundary};
+      const bool blocked = last_ccc != 0 && last_ccc >= cls;
+      uint32_t composed;
+      if (!blocked && compose(starter, d.cp, &composed)) return {false, boundary};
+    }
     if (cls == 0 && !(pr & f.not_boundary)) boundary = i;
     last_ccc = cls;
-    i += c.len;
+    if (d.cp == utf8::kInvalid || cls == 0) {
+      starter = d.cp;
+      starter_kept = d.cp != utf8::kInvalid && !(pr & decomposes);
+    } else if (pr & decomposes) {
+      starter_kept = false;
+    }
+    i += d.len;
   }
   return {true, n};
 }
@@ -439,71 +485,8 @@ void normalize_form_reference(NormalizedText& t, const Form& f) {
   w.finish(t);
 }
 
-// U+4000..U+9FFF (UTF-8 lead bytes E4-E9: the end of CJK Extension A, the Yijing hexagrams, the
-// unified ideographs) are starters that no form changes and none composes with: is_identity
-// passes over them without the tables (a table lookup per character was 4% of Qwen2's time on
-// Chinese). Checked against the tables when this file compiles.
-constexpr bool cjk_block_inert() {
-  for (uint32_t cp = 0x4000; cp < 0xA000; ++cp) {
-    const uint16_t pr = nt::kPropsStage2[(nt::kPropsStage1[cp >> nt::kPropsShift] << nt::kPropsShift) +
-                                         (cp & ((1u << nt::kPropsShift) - 1))];
-    if ((pr & ~nt::kLowerChanges) != 0) return false;
-  }
-  return true;
-}
-static_assert(cjk_block_inert(), "U+4000..U+9FFF are no longer inert under normalization: drop is_identity's fast path");
 
-bool is_identity(std::string_view text, const Form& f) {
-  // quick_scan takes a std::string only for char_at; a view is enough for the scan itself.
-  const size_t n = text.size();
-  const auto* p = reinterpret_cast<const uint8_t*>(text.data());
-  const uint16_t decomposes = f.compat ? nt::kCompatDecomp : nt::kCanonDecomp;
-  uint8_t last_ccc = 0;  // the largest class since the last starter (classes never fall: checked)
-  // The last starter, and whether the recomposer holds it as it is (it does not decompose, and
-  // nothing since it does): then it is the one char a trailer could compose with.
-  uint32_t starter = 0;
-  bool starter_kept = false;
-  for (size_t i = 0; i < n;) {
-    if (p[i] < 0x80) {
-      while (i + 8 <= n && all_ascii8(text.data() + i)) i += 8;
-      while (i < n && p[i] < 0x80) ++i;
-      last_ccc = 0;
-      starter = p[i - 1];
-      starter_kept = true;
-      continue;
-    }
-    if (p[i] >= 0xE4 && p[i] <= 0xE9 && i + 2 < n && utf8::is_continuation(p[i + 1]) && utf8::is_continuation(p[i + 2])) {
-      starter = (p[i] & 0x0Fu) << 12 | (p[i + 1] & 0x3Fu) << 6 | (p[i + 2] & 0x3Fu);
-      starter_kept = true;
-      i += 3;  // cjk_block_inert()
-      last_ccc = 0;
-      continue;
-    }
-    const utf8::Decoded d = utf8::decode(p + i, p + n);
-    const uint16_t pr = d.cp == utf8::kInvalid ? 0 : nt::props(d.cp);
-    const uint8_t cls = static_cast<uint8_t>(pr & 0xFF);
-    if (cls != 0 && last_ccc > cls) return false;
-    if (pr & f.not_quick) {
-      // Quick_Check Maybe only (a trailer: it composes with some starters) is still the identity
-      // where the recomposer would not compose it: a mark between it and the starter blocks it
-      // (class 0, or a class at least its own), or the starter has no composition with it.
-      // Bengali, Tamil, Malayalam, Sinhala and Syriac text is full of such trailers.
-      if ((pr & f.not_quick) != nt::kTrailer || !starter_kept) return false;
-      const bool blocked = last_ccc != 0 && last_ccc >= cls;
-      uint32_t composed;
-      if (!blocked && compose(starter, d.cp, &composed)) return false;
-    }
-    last_ccc = cls;
-    if (d.cp == utf8::kInvalid || cls == 0) {
-      starter = d.cp;
-      starter_kept = d.cp != utf8::kInvalid && !(pr & decomposes);
-    } else if (pr & decomposes) {
-      starter_kept = false;
-    }
-    i += d.len;
-  }
-  return true;
-}
+bool is_identity(std::string_view text, const Form& f) { return quick_scan(text, 0, f).quick; }
 
 // ---------------------------------------------------------------------------------------------
 // Lowercase
