@@ -7,8 +7,11 @@ skip silently in CI.
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -38,6 +41,14 @@ def require_shared(path: Path) -> Path:
         if os.environ.get("CRAYON_REQUIRE_SHARED") == "1":
             pytest.fail(f"{reason} (CRAYON_REQUIRE_SHARED=1)")
         pytest.skip(reason)
+    return path
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A temporary folder that outlives one test (a session's saved copy of a vocabulary, say) and is
+    removed when the process exits: the suite runs again and again on the same disk."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
 
 

@@ -45,7 +45,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from tokenizers import Tokenizer, models  # noqa: E402
 
-from support import VOCAB, corpus_files, corpus_text, random_slices, require_shared, short_docs  # noqa: E402
+from support import VOCAB, corpus_files, corpus_text, random_slices, require_shared, scratch_dir, short_docs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [ROOT / "native" / name for name in ("core/double_array.cc", "models/wordpiece.cc", "models/unigram.cc", "models/wordlevel.cc")]
@@ -519,7 +519,7 @@ def _bench() -> None:
     floor of that call (a one-token WordLevel): subtract it to estimate tokenizers' model alone."""
     import time
 
-    out = Path(tempfile.mkdtemp()) / "model_driver"
+    out = scratch_dir("crayon-model-driver-") / "model_driver"
     _build(out, ["-O2"])
     texts = {"en": [corpus_text(p, None) for p in corpus_files() if p.name.startswith("en_")],
              "multi": [corpus_text(p, None) for p in corpus_files() if p.name.startswith("multi_udhr_all")]}

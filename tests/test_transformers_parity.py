@@ -42,6 +42,7 @@ from support import (
     require_module,
     require_shared,
     require_torch,
+    scratch_dir,
     short_docs,
 )
 
@@ -82,12 +83,10 @@ _SAVED: dict[str, str] = {}
 
 def _saved_folder(folder: str, path: str) -> str:
     """The folder as CrayonTokenizer.save_pretrained writes it, once per session."""
-    import tempfile
-
     from crayon_hf.transformers import CrayonTokenizer
 
     if folder not in _SAVED:
-        target = tempfile.mkdtemp(prefix=f"crayon-saved-{folder}-")
+        target = str(scratch_dir(f"crayon-saved-{folder}-"))
         CrayonTokenizer.from_pretrained(path).save_pretrained(target)
         _SAVED[folder] = target
     return _SAVED[folder]

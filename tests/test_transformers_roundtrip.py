@@ -21,7 +21,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -34,7 +33,7 @@ from transformers import AddedToken, AutoTokenizer
 
 from crayon_hf import Tokenizer
 from crayon_hf.transformers import CrayonTokenizer, patch_transformers, unpatch_transformers
-from support import VOCAB, require_module, require_shared, short_docs
+from support import VOCAB, require_module, require_shared, scratch_dir, short_docs
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:crayon-hf.*not implemented natively:UserWarning",  # bert_nmt falls back, by design
@@ -70,7 +69,7 @@ def folder(name: str) -> Path:
         return require_shared(VOCAB / "hf" / name)
     if not _FALLBACK_DIR:
         source = require_shared(VOCAB / "hf" / "bert_base_uncased")
-        target = Path(tempfile.mkdtemp(prefix="crayon-bert-nmt-"))
+        target = scratch_dir("crayon-bert-nmt-")
         data = json.loads((source / "tokenizer.json").read_text(encoding="utf-8"))
         data["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Nmt"}, data["normalizer"]]}
         (target / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
