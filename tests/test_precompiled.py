@@ -561,6 +561,23 @@ def test_quirks(driver):
     check_cases(driver, cases, "quirks")
 
 
+def test_ideograph_runs(driver):
+    """scan() passes over a U+4E00..U+9FFF ideograph without its tables when the next character is
+    another ideograph, an ASCII byte or the end (it is then a cluster alone) and no key is the
+    ideograph alone. Keys here join an ideograph to a mark, a joiner or a spacing mark (each keeps
+    the ideograph in its cluster), a few ideographs are keys alone, and U+4DFF / U+A000 (the
+    range's neighbours, other lead bytes) are keys too."""
+    blob = charsmap_of({"\u4e2d\u0301": "A", "\u6587\u200d": "B", "\u4e00\u0903": "C", "\u9fff": "D",
+                        "\u5b57": "E", "\u4dff": "F", "\ua000": "G", "\u4e2d\u4e2d": "H", "x": "y"})
+    alphabet = ["\u4e2d", "\u6587", "\u4e00", "\u9fff", "\u5b57", "\u4dff", "\ua000", "\u8a9e", "\u0301",
+                "\u200d", "\u0903", "x", " ", "\uff0c", "\U0001f600", "\u3002"]
+    rng = random.Random(11)
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(400)]
+    texts += ["\u4e2d" * 9, "\u4e2d" * 9 + "\u0301", "\u6587" * 5 + "\u200d", "\u4e00" * 3 + "\u0903x", "\u8a9e\u9fff",
+              "\u8a9e" * 4 + "\u4dff", "\u4e2d\u4e2d\u0301"]
+    check_cases(driver, [((("pc", blob),), t) for t in texts], "ideograph runs")
+
+
 def test_malformed_charsmaps(driver):
     """Rejected where tokenizers rejects, panics where it panics, otherwise the same text."""
     blobs = garbled_charsmaps(3, 120)

@@ -314,6 +314,31 @@ def test_char_class_pretokenizers(driver):
     check(driver, char_class_cases(texts))
 
 
+# Rust's char::is_whitespace (the White_Space property), and characters that share the lead byte of
+# one (C2, E1, E2, E3) without being whitespace: WhitespaceSplit skips words eight bytes at a time up
+# to a byte that may start whitespace (swar::may_start_whitespace), then decides per character.
+RUST_WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+WHITESPACE_LOOKALIKES = ("\x84\x86\x9f\xa1\xbf\u167f\u1681\u1fff\u200b\u200d\u2027\u202a\u202e\u2030\u205e\u2060"
+                         "\u2fff\u3001\u3002\u30a2\u3400\x1c\x1f\x7f")
+
+
+def test_whitespace_split_between_long_words(driver):
+    assert all(c.isspace() for c in RUST_WHITESPACE)
+    rng = random.Random(7)
+    words = ["abcdefghijkl", "中文中文中文中文", "Ünïcödé-wörds", "Привет-мир", "😀👍🏽😀👍🏽", "ทดสอบภาษาไทย",
+             *(c * 9 for c in WHITESPACE_LOOKALIKES)]
+    texts = []
+    for _ in range(300):
+        parts = []
+        for _ in range(rng.randint(1, 12)):
+            word = rng.choice(words)
+            parts.append(word[rng.randint(0, 3):] + rng.choice(WHITESPACE_LOOKALIKES) * rng.randint(0, 1))
+            parts.append(rng.choice(RUST_WHITESPACE) * rng.randint(1, 2))
+        texts.append("".join(parts))
+    texts += [c * 20 for c in RUST_WHITESPACE + WHITESPACE_LOOKALIKES]
+    check(driver, [("whitespace_split", "removed", False, "", t) for t in texts])
+
+
 def test_literal_split(driver):
     texts = ["", "a b  c", "héllo wörld", "aaaa", "abcabcab", "  ", "x"]
     needles = [" ", "a", "aa", "ab", "é", "", "<|x|>", "."]

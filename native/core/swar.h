@@ -46,6 +46,20 @@ inline uint64_t non_ascii_or_at_most(uint64_t x, uint8_t c) {
   return x | (((x | kHigh) - kOnes * (c + 1)) ^ kHigh);  // b - (c + 1) borrows where b <= c
 }
 
+// Bytes that may start a character for which Rust's char::is_whitespace holds: ASCII bytes up to
+// 0x20, and the lead bytes of U+0085 and U+00A0 (C2), U+1680 (E1), U+2000..U+205F (E2) and U+3000
+// (E3). No other byte starts one, nor is inside one (continuation bytes are 80..BF), so a run of
+// other bytes, ASCII or not, holds no whitespace. Exact at the lowest marked byte, which is all
+// `skip` reads (an equality test may also mark a byte above a true match).
+inline uint64_t may_start_whitespace(uint64_t x) {
+  auto equal = [x](uint8_t c) {
+    const uint64_t y = x ^ (kOnes * c);
+    return (y - kOnes) & ~y;
+  };
+  const uint64_t ascii_low = (((x | kHigh) - kOnes * 0x21) ^ kHigh) & ~x;
+  return ascii_low | equal(0xC2) | equal(0xE1) | equal(0xE2) | equal(0xE3);
+}
+
 // Bytes >= 0x80, and bytes outside [lo, hi] (0x01 <= lo <= hi <= 0x7E) after `fold` is ORed into
 // them (0x20 maps A-Z onto a-z and no other ASCII byte into a-z).
 inline uint64_t non_ascii_or_outside(uint64_t x, uint8_t lo, uint8_t hi, uint8_t fold) {

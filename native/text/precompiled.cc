@@ -52,6 +52,26 @@ inline uint8_t props_of(uint32_t cp, const std::array<uint8_t, 0x10000>& bmp) {
 
 inline uint8_t cat(uint8_t props) { return props & gt::kCatMask; }
 
+// U+4E00..U+9FFF, the unified ideographs, have no grapheme property (category Any, no InCB flags):
+// between two of them the crate always breaks (GB999), and stepping over one leaves its cursor as
+// it starts. scan() passes over runs of them with a bit test each. Checked when this file compiles.
+constexpr bool ideographs_plain() {
+  for (uint32_t i = 0; i < gt::kRunCount; ++i) {
+    const uint32_t lo = gt::kRuns[i] >> 8;
+    const uint32_t hi = i + 1 < gt::kRunCount ? gt::kRuns[i + 1] >> 8 : 0x110000;
+    if (lo < 0xA000 && hi > 0x4E00 && (gt::kRuns[i] & 0xFF) != 0) return false;
+  }
+  return true;
+}
+static_assert(ideographs_plain(), "U+4E00..U+9FFF gained a grapheme property: drop scan()'s ideograph path");
+
+// Whether p[0, 3) is a well-formed U+4E00..U+9FFF: a three-byte lead, two continuation bytes and
+// the code point in range, combined without branches (the lead bytes E4-E9 come in random order).
+inline bool is_ideograph(const uint8_t* p) {
+  const bool shape = ((p[0] & 0xF0) == 0xE0) & ((p[1] & 0xC0) == 0x80) & ((p[2] & 0xC0) == 0x80);
+  return shape & (utf8::three_byte_cp(p) - 0x4E00u < 0x5200u);
+}
+
 // What check_pair (unicode-segmentation's grapheme.rs) answers for a (before, after) category pair.
 enum Pair : uint8_t { kBreak, kKeep, kGB9c, kGB11, kGB12 };
 
@@ -402,6 +422,19 @@ PrecompiledNormalizer::Scan PrecompiledNormalizer::scan(std::string_view text, S
       if (j > i) {
         seg = Segmenter{};
         i = j;
+        continue;
+      }
+    }
+    // An ideograph is a cluster of its own before another, an ASCII byte or the end (ideographs_plain:
+    // category Any, which breaks before Any and Control alike), and kept when quiet.
+    if (p[i] >= 0xE4 && p[i] <= 0xE9) {
+      const size_t from = i;
+      while (i + 3 <= n && is_ideograph(p + i) && (i + 3 == n || p[i + 3] < 0x80 || (i + 6 <= n && is_ideograph(p + i + 3))) &&
+             quiet(utf8::three_byte_cp(p + i))) {
+        i += 3;
+      }
+      if (i > from) {
+        seg = Segmenter{};
         continue;
       }
     }

@@ -170,8 +170,10 @@ void pretokenize_whitespace(std::string_view text, Pieces& pieces) {
 
 void pretokenize_whitespace_split(std::string_view text, Pieces& pieces) {
   // What find_matches_chars + kRemoved give for char::is_whitespace: the maximal runs of other
-  // characters. Bytes above 0x20 and below 0x80 are never whitespace, so a word's ASCII letters
-  // are skipped eight at a time (SWAR: a byte b is "interesting" when b <= 0x20 or b >= 0x80);
+  // characters. Only bytes up to 0x20 and four lead bytes can start a whitespace character
+  // (swar::may_start_whitespace), so inside a word every other byte, of any script, is skipped
+  // eight at a time (a skip may stop inside a character: its continuation bytes then go one at a
+  // time below, each an invalid char that is no whitespace, as they are inside the word anyway);
   // the rest is decided per character, as find_matches_chars does.
   const auto* s = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
@@ -179,9 +181,8 @@ void pretokenize_whitespace_split(std::string_view text, Pieces& pieces) {
   size_t word = kNone;  // start of the current run, if any
   size_t pos = 0;
   while (pos < n) {
-    if (word != kNone && s[pos] > 0x20 && s[pos] < 0x80) {  // (other scripts go char by char)
-      // Up to a byte <= 0x20 (all ASCII whitespace is) or a non-ASCII byte.
-      pos = swar::skip(s, pos, n, [](uint64_t x) { return swar::non_ascii_or_at_most(x, 0x20); });
+    if (word != kNone && s[pos] > 0x20 && s[pos] != 0xC2 && (s[pos] < 0xE1 || s[pos] > 0xE3)) {
+      pos = swar::skip(s, pos, n, swar::may_start_whitespace);
       if (pos >= n) break;
     }
     uint32_t len = 1;

@@ -1,7 +1,7 @@
 // Command-line driver for native/text/precompiled.cc, used by tests/test_precompiled.py.
 //
 //   precompiled_driver CASES OUT            run each case's normalizer sequence, write text + alignments
-//   precompiled_driver --bench TEXT BLOB    time is_identity / normalize on TEXT with the charsmap BLOB
+//   precompiled_driver --bench TEXT BLOB    time is_identity / normalize / normalize_text on TEXT with the charsmap BLOB
 //
 // Every Precompiled step runs twice: through normalize() and through normalize_reference() (the
 // pair list + transform_chars). Any difference between them, or an is_identity() that answers true
@@ -256,6 +256,10 @@ int run_bench(const char* text_path, const char* blob_path) {
   std::printf("normalize %.1f MB/s\n", best_mb_s(text.size(), reps, fresh, [&] {
     pc.normalize(t);
     sink = sink + t.text.size(); }));
+  std::string text_only;
+  std::printf("normalize_text %.1f MB/s\n", best_mb_s(text.size(), reps, nothing, [&] {
+    pc.normalize_text(text, text_only);
+    sink = sink + text_only.size(); }));
   std::printf("normalize_reference %.1f MB/s\n", best_mb_s(text.size(), reps, fresh, [&] {
     pc.normalize_reference(t);
     sink = sink + t.text.size(); }));
