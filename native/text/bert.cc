@@ -31,7 +31,9 @@
 #include "text/bert.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <mutex>
 
 #if defined(__SSE2__) || defined(_M_X64)
 #define CRAYON_BERT_SSE2 1
@@ -140,6 +142,10 @@ struct AsciiMap {
   bool keep[128];
 };
 
+int option_index(const BertNormalizerOptions& o) {
+  return (o.clean_text ? 1 : 0) | (o.handle_chinese_chars ? 2 : 0) | (o.strip_accents ? 4 : 0) | (o.lowercase ? 8 : 0);
+}
+
 const AsciiMap& ascii_map(const BertNormalizerOptions& o) {
   static const auto maps = [] {
     struct Maps { AsciiMap m[16]; } all{};
@@ -158,9 +164,31 @@ const AsciiMap& ascii_map(const BertNormalizerOptions& o) {
     }
     return all;
   }();
-  const int k = (o.clean_text ? 1 : 0) | (o.handle_chinese_chars ? 2 : 0) | (o.strip_accents ? 4 : 0) |
-                (o.lowercase ? 8 : 0);
-  return maps.m[k];
+  return maps.m[option_index(o)];
+}
+
+// Per BMP code point c (bit c), for one option set: the chain keeps c as it is (clean_text does not
+// remove or replace it, it is not a Chinese char, lowercase leaves it) and, with strip_accents, it
+// starts an NFD run, does not decompose and is no Mn, so that its run is c alone unless marks
+// follow. The fused pass takes such a char without the stages' five table lookups. Built at the
+// first use of an option set (about a millisecond).
+const uint64_t* plain_chars(const BertNormalizerOptions& o) {
+  static std::once_flag once[16];
+  static std::array<std::array<uint64_t, 1024>, 16> bits;
+  const int k = option_index(o);
+  std::call_once(once[k], [&] {
+    for (uint32_t cp = 0x80; cp < 0x10000; ++cp) {
+      if (cp >= 0xD800 && cp < 0xE000) continue;
+      const uint8_t f = bt::props(cp);
+      const uint16_t pr = nt::props(cp);
+      if (o.clean_text && (f & (bt::kRemove | bt::kSpace))) continue;
+      if (o.handle_chinese_chars && (f & bt::kChinese)) continue;
+      if (o.strip_accents && (!nfd_boundary(cp) || (pr & nt::kCanonDecomp) || (f & bt::kMn))) continue;
+      if (o.lowercase && (pr & nt::kLowerChanges)) continue;
+      bits[k][cp >> 6] |= uint64_t{1} << (cp & 63);
+    }
+  });
+  return bits[k].data();
 }
 
 // ---- the fused pass ---------------------------------------------------------------------------
@@ -220,7 +248,12 @@ template <bool kAlign>
 class Fused {
  public:
   Fused(std::string_view text, const Alignment* align, const BertNormalizerOptions& o)
-      : text_(text), align_(align), o_(o), map_(ascii_map(o)), out_(text.size() + text.size() / 8 + 16) {}
+      : text_(text),
+        align_(align),
+        o_(o),
+        map_(ascii_map(o)),
+        plain_(plain_chars(o)),
+        out_(text.size() + text.size() / 8 + 16) {}
 
   template <class Out>
   void run(Out& t) {
@@ -244,9 +277,22 @@ class Fused {
         continue;
       }
       const Char c = char_at(p, i, n);
-      if constexpr (kAlign) stage_a(c.cp, align_[i]);
-      else stage_a(c.cp, Alignment{0, 1});
+      Alignment a{0, 1};
+      if constexpr (kAlign) a = align_[i];
       i += c.len;
+      if (c.cp < 0x10000 && first_a_ && first_c_ && ((plain_[c.cp >> 6] >> (c.cp & 63)) & 1)) {
+        // What stage_a and stage_b do with a plain char (plain_chars).
+        if (o_.strip_accents) {
+          flush_b();
+          head_ = {c.cp, a};
+          has_head_ = true;
+          head_plain_ = true;
+        } else {
+          out_.put(c.cp, a);
+        }
+        continue;
+      }
+      stage_a(c.cp, a);
     }
     flush_b();
     out_.finish(t);
@@ -339,11 +385,16 @@ class Fused {
   void flush_b() {
     if (marks_.empty()) {  // the usual run: one starter
       if (!has_head_) return;
+      if (head_plain_) {  // comes out as it is
+        has_head_ = head_plain_ = false;
+        return out_.put(head_.cp, head_.a);
+      }
       if (!(norm_props(head_.cp) & nt::kCanonDecomp)) {
         has_head_ = false;
         return strip_mn(head_.cp, head_.a);
       }
     }
+    head_plain_ = false;
     run_.clear();
     if (has_head_) run_.push_back(head_);
     run_.insert(run_.end(), marks_.begin(), marks_.end());
@@ -416,9 +467,11 @@ class Fused {
   const Alignment* align_;
   const BertNormalizerOptions& o_;
   const AsciiMap& map_;
+  const uint64_t* plain_;
   Sink<kAlign> out_;
   Pending head_{0, {0, 0}};
   bool has_head_ = false;
+  bool head_plain_ = false;  // head_ is a plain char (only while has_head_)
   std::vector<Pending> marks_, run_;
   NormalizedText mini_;
   bool first_a_ = false, first_c_ = false;
