@@ -281,15 +281,11 @@ class Fused {
       if constexpr (kAlign) a = align_[i];
       i += c.len;
       if (c.cp < 0x10000 && first_a_ && first_c_ && ((plain_[c.cp >> 6] >> (c.cp & 63)) & 1)) {
-        // What stage_a and stage_b do with a plain char (plain_chars).
-        if (o_.strip_accents) {
-          flush_b();
-          head_ = {c.cp, a};
-          has_head_ = true;
-          head_plain_ = true;
-        } else {
-          out_.put(c.cp, a);
-        }
+        // A plain char comes out as it is (plain_chars). With strip_accents the run pending before
+        // it goes out first, and marks after it make a run of their own, which NFD decomposes and
+        // orders as it would behind it: a starter that does not decompose is never reordered.
+        if (has_head_ || !marks_.empty()) flush_b();
+        out_.put(c.cp, a);
         continue;
       }
       stage_a(c.cp, a);
@@ -385,16 +381,11 @@ class Fused {
   void flush_b() {
     if (marks_.empty()) {  // the usual run: one starter
       if (!has_head_) return;
-      if (head_plain_) {  // comes out as it is
-        has_head_ = head_plain_ = false;
-        return out_.put(head_.cp, head_.a);
-      }
       if (!(norm_props(head_.cp) & nt::kCanonDecomp)) {
         has_head_ = false;
         return strip_mn(head_.cp, head_.a);
       }
     }
-    head_plain_ = false;
     run_.clear();
     if (has_head_) run_.push_back(head_);
     run_.insert(run_.end(), marks_.begin(), marks_.end());
@@ -471,7 +462,6 @@ class Fused {
   Sink<kAlign> out_;
   Pending head_{0, {0, 0}};
   bool has_head_ = false;
-  bool head_plain_ = false;  // head_ is a plain char (only while has_head_)
   std::vector<Pending> marks_, run_;
   NormalizedText mini_;
   bool first_a_ = false, first_c_ = false;
