@@ -181,7 +181,11 @@ void pretokenize_whitespace_split(std::string_view text, Pieces& pieces) {
   size_t word = kNone;  // start of the current run, if any
   size_t pos = 0;
   while (pos < n) {
-    if (word != kNone && s[pos] > 0x20 && s[pos] != 0xC2 && (s[pos] < 0xE1 || s[pos] > 0xE3)) {
+    if (word != kNone && s[pos] > 0x20 && s[pos] < 0x80) {  // ASCII letters: the cheaper test first
+      pos = swar::skip(s, pos, n, [](uint64_t x) { return swar::non_ascii_or_at_most(x, 0x20); });
+      if (pos >= n) break;
+    }
+    if (word != kNone && s[pos] >= 0x80 && s[pos] != 0xC2 && (s[pos] < 0xE1 || s[pos] > 0xE3)) {
       pos = swar::skip(s, pos, n, swar::may_start_whitespace);
       if (pos >= n) break;
     }
