@@ -820,11 +820,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
       std::vector<uint32_t>& ids = out.ids;
       const size_t first = ids.size();
       encode_ranks(ids);
-      for (size_t i = first; i < ids.size(); ++i) {
-        const uint32_t r = ids[i];
-        if (r >= n_ranks) damaged(len);
-        ids[i] = model.id_of_rank(r);
-      }
+      if (!model.ids_of_ranks(ids.data() + first, ids.size() - first)) damaged(len);
       ++word;
       continue;
     }
@@ -880,14 +876,9 @@ void HfEngine::encode_streaming_fast(std::string_view text, uint32_t base, RawEn
       std::vector<uint32_t>& ids = out.ids;
       const size_t first = ids.size();
       word += static_cast<uint32_t>(model.fast_engine()->encode_blocks(streaming_pattern_, text, ids, out.limit));
-      const uint32_t n_ranks = model.n_ranks();
-      for (size_t i = first; i < ids.size(); ++i) {
-        const uint32_t r = ids[i];
-        if (r >= n_ranks) {
-          throw CartridgeError("invalid cartridge: its fast path gave rank " + std::to_string(r) + " of " +
-                               std::to_string(n_ranks) + " (rebuild the cartridge)");
-        }
-        ids[i] = model.id_of_rank(r);
+      if (!model.ids_of_ranks(ids.data() + first, ids.size() - first)) {
+        throw CartridgeError("invalid cartridge: its fast path gave a rank of " + std::to_string(model.n_ranks()) +
+                             " or more (rebuild the cartridge)");
       }
       return;
     }
