@@ -9,8 +9,8 @@
 // mostly first sightings (o200k_base, a peers.py cell of 40 English documents: 8.6% of pieces,
 // 6.0% of them one token), and each paid a whole-piece trie walk: one dependent load per byte,
 // cold after another library's turn or any other work (55% of that walk's samples on one load).
-// This index holds those tokens in advance, and its bucket is prefetched with the cache's slot
-// when a piece is found, 32 pieces before it is encoded, so the miss overlaps the others.
+// This index holds those tokens in advance, and its bucket is prefetched for the pieces whose
+// cache slot missed, a batch of 32 pieces before they are encoded, so the misses overlap.
 // fastokens does the same with more memory: on its first encode it fills a per-thread pre-token
 // cache with every vocabulary entry of up to 15 bytes (32 MiB and ~300 ms for o200k_base).
 // Measured (docs/benchmarks.md, "Short tokens indexed"): peers.py on o200k_base English
