@@ -387,11 +387,11 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
     const PieceCache::Key key = PieceCache::make_key(piece, n);
     if (cache.find(owner_, key, out)) return;
     const size_t first = out.size();
-    bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
+    bpe(piece, n, out);
     cache.put(owner_, key, out.data() + first, out.size() - first);
     return;
   }
-  bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
+  bpe(piece, n, out);
 }
 
 void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
@@ -400,7 +400,7 @@ void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
   } else {
-    bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
+    bpe(piece, n, out);
   }
 }
 
@@ -428,7 +428,7 @@ void TiktokenEngine::encode_cut(const SafeCuts& cuts, const uint8_t* piece, size
     if (b - a < n) return encode_part(cuts, hot, tag, piece + a, b - a, out);
     const int32_t whole = piece::whole_token(pieces_, piece, n);  // no cut: tiktoken's shortcut
     if (whole >= 0) return out.push_back(static_cast<uint32_t>(whole));
-    bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out);
+    bpe(piece, n, out);
   });
 }
 
@@ -462,7 +462,13 @@ void TiktokenEngine::encode_part_uncached(const SafeCuts& cuts, const uint8_t* p
   }
   const int32_t whole = pieces_.split_left != nullptr ? piece::whole_token(pieces_, part, n) : -1;
   if (whole >= 0 && pieces_.split_left[whole] != piece::kNoSplit) return out.push_back(static_cast<uint32_t>(whole));
-  bpe_encode_multi(bpe_, pieces_, owner_, part, n, out);
+  bpe(part, n, out);
+}
+
+void TiktokenEngine::bpe(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  // 256 KiB, built from 65,536 pair-table probes (about a millisecond) when first needed.
+  std::call_once(byte_pairs_once_, [&] { byte_pairs_ = build_byte_pairs(pieces_); });
+  bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out, byte_pairs_.empty() ? nullptr : byte_pairs_.data());
 }
 
 const SafeCuts* TiktokenEngine::safe_cuts() const {

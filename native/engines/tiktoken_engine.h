@@ -194,6 +194,8 @@ class TiktokenEngine {
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
   // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache kAhead at a
   // time (encode_segment's and encode_blocks' loop).
+  // bpe_encode_multi with this engine's tables (byte pairs built at the first call).
+  void bpe(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   template <class ForEachPiece>
   void encode_cached(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
                      ForEachPiece&& for_each) const;
@@ -211,6 +213,8 @@ class TiktokenEngine {
   mutable std::unique_ptr<const SafeCuts> cuts_;
   mutable std::once_flag short_tokens_once_;
   mutable std::unique_ptr<const ShortTokenIndex> short_tokens_;
+  mutable std::once_flag byte_pairs_once_;
+  mutable std::vector<uint32_t> byte_pairs_;  // build_byte_pairs(pieces_), at the first BPE
   SplitPattern pattern_ = SplitPattern::kNone;
   std::unique_ptr<const Regex> regex_;  // set when TKHD.pattern is kPatternRegex
   BpeTables bpe_;

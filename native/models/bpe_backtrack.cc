@@ -18,6 +18,8 @@
 //   second. The test checks its reachability verdict against bpe_encode_heap token by token.
 #include "models/bpe_backtrack.h"
 
+#include <cstring>
+
 #include <atomic>
 
 #include <algorithm>
@@ -323,8 +325,71 @@ void bpe_encode_backtrack(const BpeTables& t, const BacktrackTables& bt, const u
   });
 }
 
+std::vector<uint32_t> build_byte_pairs(const piece::PieceTables& pt) {
+  std::vector<uint32_t> pairs;
+  if (pt.pairs == nullptr || pt.pair_capacity == 0) return pairs;
+  pairs.assign(256 * 256, piece::kNoSplit);
+  for (int a = 0; a < 256; ++a) {
+    if (pt.byte_rank[a] < 0) continue;
+    for (int b = 0; b < 256; ++b) {
+      if (pt.byte_rank[b] < 0) continue;
+      const uint32_t c = piece::pair_find(pt, static_cast<uint32_t>(pt.byte_rank[a]), static_cast<uint32_t>(pt.byte_rank[b]));
+      pairs[static_cast<size_t>(a) * 256 + static_cast<size_t>(b)] = c < pt.n_ids ? c : piece::kNoSplit;
+    }
+  }
+  return pairs;
+}
+
+int32_t encode_small_pairs(const piece::PieceTables& pt, const uint32_t* byte_pairs, const uint8_t* piece, uint32_t n,
+                           uint32_t* out) {
+  using piece::kNoSplit;
+  if (n == 0 || n > piece::kSmallPiece) return piece::kUseReference;
+  uint32_t id[piece::kSmallPiece];      // part i's token
+  uint32_t merged[piece::kSmallPiece];  // the token parts i and i + 1 merge into, or kNoSplit
+  for (uint32_t i = 0; i < n; ++i) {
+    const int32_t r = pt.byte_rank[piece[i]];
+    if (r < 0) return piece::kUseReference;
+    id[i] = static_cast<uint32_t>(r);
+  }
+  for (uint32_t i = 0; i + 1 < n; ++i) merged[i] = byte_pairs[uint32_t{piece[i]} << 8 | piece[i + 1]];
+  // A pair's merge, or kNoSplit; a token id out of range (only a damaged table) ends the loop
+  // below as no merge would, and the result then fails the caller's checks of its ids.
+  auto pair = [&](uint32_t a, uint32_t b) {
+    const uint32_t c = piece::pair_find(pt, a, b);
+    return c < pt.n_ids ? c : kNoSplit;
+  };
+  auto prefetch = [&](uint32_t a, uint32_t b) {
+    __builtin_prefetch(&pt.pairs[pair_slot(a, b, pt.pair_capacity)]);
+  };
+  uint32_t m = n;
+  while (m > 1) {
+    uint32_t best = 0;
+    for (uint32_t i = 1; i + 1 < m; ++i) {
+      if (merged[i] < merged[best]) best = i;
+    }
+    const uint32_t c = merged[best];
+    if (c == kNoSplit) break;
+    // The two pairs this merge renews, started before the parts move.
+    if (best > 0) prefetch(id[best - 1], c);
+    if (best + 2 < m) prefetch(c, id[best + 2]);
+    id[best] = c;
+    for (uint32_t i = best + 1; i + 1 < m; ++i) id[i] = id[i + 1];
+    for (uint32_t i = best; i + 2 < m; ++i) merged[i] = merged[i + 1];
+    --m;
+    if (best > 0) merged[best - 1] = pair(id[best - 1], c);
+    if (best + 1 < m) merged[best] = pair(c, id[best + 1]);
+  }
+  std::memcpy(out, id, m * sizeof(uint32_t));
+  return static_cast<int32_t>(m);
+}
+
 void bpe_encode_multi(const BpeTables& t, const piece::PieceTables& pt, uint64_t memo_owner, const uint8_t* piece,
-                      size_t n, std::vector<uint32_t>& out) {
+                      size_t n, std::vector<uint32_t>& out, const uint32_t* byte_pairs) {
+  if (byte_pairs != nullptr && n <= piece::kSmallPiece && piece::is_ascii(piece, n)) {
+    return append_or_reference(t, piece, n, out, [&](uint32_t len, uint32_t* dst) {
+      return encode_small_pairs(pt, byte_pairs, piece, len, dst);
+    });
+  }
   BacktrackScratch& sc = thread_scratch<BacktrackScratch>();
   CpuPairCheck check{t, pt, memo_owner, sc};
   append_or_reference(t, piece, n, out, [&](uint32_t len, uint32_t* dst) {

@@ -1,4 +1,5 @@
-// Differential test: bpe_encode_backtrack (and bpe_encode_small on pieces it takes) against the
+// Differential test: bpe_encode_backtrack (and bpe_encode_small and encode_small_pairs on pieces
+// they take) against the
 // reference bpe_encode_heap on real
 // tiktoken vocabularies, plus the split tables against the definition they encode.
 //
@@ -132,8 +133,11 @@ struct Checker {
   uint64_t cases = 0, bytes = 0, mismatches = 0, errors_matched = 0, small_cases = 0;
   std::vector<uint32_t> a, b, small;
   BacktrackScratch scratch;
+  piece::PieceTables pt;
+  std::vector<uint32_t> byte_pairs;
 
-  explicit Checker(const Vocab& vocab) : v(vocab) {}
+  explicit Checker(const Vocab& vocab)
+      : v(vocab), pt(make_piece_tables(vocab.t, &vocab.bt)), byte_pairs(build_byte_pairs(pt)) {}
 
   void check(const uint8_t* p, size_t n, const char* what) {
     if (n == 0) return;
@@ -164,6 +168,14 @@ struct Checker {
       if (err_s != err_a || (err_a < 0 && small != a)) {
         ++mismatches;
         std::printf("  MISMATCH [%s] %s: bpe_encode_small differs from the heap on %zu bytes\n", v.name.c_str(), what, n);
+      }
+      // And the pair-table loop (encode_small_pairs): a byte without a token is its only refusal.
+      uint32_t ids[kSmallPiece];
+      const int32_t got = encode_small_pairs(pt, byte_pairs.data(), p, static_cast<uint32_t>(n), ids);
+      const bool same = got < 0 ? err_a >= 0 : err_a < 0 && std::vector<uint32_t>(ids, ids + got) == a;
+      if (!same) {
+        ++mismatches;
+        std::printf("  MISMATCH [%s] %s: encode_small_pairs differs from the heap on %zu bytes\n", v.name.c_str(), what, n);
       }
       ++small_cases;
     }
