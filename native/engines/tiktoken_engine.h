@@ -119,7 +119,10 @@ class TiktokenEngine {
   // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
   // several tokens go through the calling thread's PieceCache first). `not_a_token`: the caller
   // knows the piece is no token (ShortTokenIndex::kNoToken), so the whole-piece walk is skipped.
-  void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token = false) const;
+  // `probe_cache` false: the caller knows the piece is not in the PieceCache (it still keeps the
+  // ids of pieces of more than ShortPieceCache::kMaxIds).
+  void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token = false,
+                    bool probe_cache = true) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The thread's ShortPieceCache in front of encode_piece. Callers find pieces ahead, ask
@@ -136,6 +139,8 @@ class TiktokenEngine {
                           const ShortPieceCache::Key& key, const uint8_t* piece, size_t n,
                           std::vector<uint32_t>& out) const {
     if (hot.find(tag, key, out)) return;
+    // More ids than a slot keeps: the PieceCache has them (or had: encode_piece encodes again).
+    if (hot.is_long(tag, key)) return encode_piece(piece, n, out);
     const int64_t id = tokens != nullptr ? tokens->find(key) : ShortTokenIndex::kNotHeld;
     if (id >= 0) {
       const uint32_t token = static_cast<uint32_t>(id);
@@ -143,9 +148,14 @@ class TiktokenEngine {
       hot.put(tag, key, &token, 1);
       return;
     }
+    // Not in this cache, so met for the first time (or evicted): the PieceCache, a sixteenth of
+    // its size, is not asked (on new text that probe was a miss on a cold line per piece), and
+    // keeps only what a slot here cannot.
     const size_t before = out.size();
-    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken);
-    hot.put(tag, key, out.data() + before, out.size() - before);
+    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken, /*probe_cache=*/false);
+    const size_t got = out.size() - before;
+    if (got <= ShortPieceCache::kMaxIds) hot.put(tag, key, out.data() + before, got);
+    else hot.mark_long(tag, key);
   }
   // The vocabulary's short tokens by their bytes (models/short_token_index.h), built on first use;
   // null when it has none or no split tables. Callers fetch it once per call, not per piece.
