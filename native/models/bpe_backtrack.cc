@@ -358,9 +358,6 @@ int32_t encode_small_pairs(const piece::PieceTables& pt, const uint32_t* byte_pa
     const uint32_t c = piece::pair_find(pt, a, b);
     return c < pt.n_ids ? c : kNoSplit;
   };
-  auto prefetch = [&](uint32_t a, uint32_t b) {
-    __builtin_prefetch(&pt.pairs[pair_slot(a, b, pt.pair_capacity)]);
-  };
   uint32_t m = n;
   while (m > 1) {
     uint32_t best = 0;
@@ -369,9 +366,6 @@ int32_t encode_small_pairs(const piece::PieceTables& pt, const uint32_t* byte_pa
     }
     const uint32_t c = merged[best];
     if (c == kNoSplit) break;
-    // The two pairs this merge renews, started before the parts move.
-    if (best > 0) prefetch(id[best - 1], c);
-    if (best + 2 < m) prefetch(c, id[best + 2]);
     id[best] = c;
     for (uint32_t i = best + 1; i + 1 < m; ++i) id[i] = id[i + 1];
     for (uint32_t i = best; i + 2 < m; ++i) merged[i] = merged[i + 1];

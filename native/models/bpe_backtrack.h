@@ -196,8 +196,9 @@ std::vector<uint32_t> build_byte_pairs(const piece::PieceTables& pt);
 
 // BPE of 1 <= n <= piece::kSmallPiece bytes by the quadratic loop over adjacent parts, each pair's
 // merge read from the pair table (the first round's from byte_pairs, build_byte_pairs(pt)) where
-// encode_small walks the trie over the pair's bytes: one probe per pair, the two a merge renews
-// prefetched together, instead of a chain of dependent loads that leaves the cache on new text.
+// encode_small walks the trie over the pair's bytes: one probe per pair (most answered by the
+// Bloom filter) instead of a chain of dependent loads that leaves the cache on new text.
+// (Prefetching the two pairs a merge renews measured level, with the filter asked first too.)
 // Exact by restriction ((1) above): two adjacent parts of a BPE merge into c only as c's split,
 // so the splits answer every merge BPE makes, and the lowest such token is tiktoken's choice.
 // Writes the ids to out and returns their count, or piece::kUseReference (a byte without a token).
