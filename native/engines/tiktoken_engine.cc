@@ -372,7 +372,7 @@ bool has_cjk(const uint8_t* piece, size_t n) {
 }  // namespace
 
 void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token,
-                                  bool probe_cache) const {
+                                  bool probe_cache, const PieceCache::Key* cache_key) const {
   if (const SafeCuts* cuts = cuts_for(piece, n)) return encode_cut(*cuts, piece, n, out);
   const int32_t whole = not_a_token ? -1 : piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
@@ -385,7 +385,7 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   // ShortPieceCache in front of this function (encode_piece_keyed) is what makes short ones cheap.
   if (n <= PieceCache::kMaxLen) {
     PieceCache& cache = PieceCache::local();
-    const PieceCache::Key key = PieceCache::make_key(piece, n);
+    const PieceCache::Key key = cache_key != nullptr ? *cache_key : PieceCache::make_key(piece, n);
     if (probe_cache && cache.find(owner_, key, out)) return;
     const size_t first = out.size();
     bpe(piece, n, out);
@@ -536,6 +536,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
                                    ForEachPiece&& for_each) const {
   ShortPieceCache& hot = ShortPieceCache::local();
   const uint16_t tag = hot.tag_of(owner_);
+  const PieceCache& long_cache = PieceCache::local();
   // A piece the cache misses is mostly met for the first time, and then usually one token: the
   // index of short tokens answers it without a trie walk (models/short_token_index.h).
   const ShortTokenIndex* const tokens = short_tokens();
@@ -559,6 +560,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
     uint32_t got;  // ids the cache gave (probe), 0 for a miss or an unkeyed piece
     ShortPieceCache::Key key;
     uint32_t ids[ShortPieceCache::kMaxIds];
+    PieceCache::Key long_key;  // made for a keyed piece the cache missed (probe)
   };
   Pending batches[3][kAhead];
   Pending* filling = batches[0];
@@ -569,7 +571,11 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
     for (size_t i = 0; i < n; ++i) {
       Pending& q = b[i];
       q.got = q.keyed ? static_cast<uint32_t>(hot.copy_hit(tag, q.key, q.ids)) : 0;
-      if (q.got == 0 && q.keyed && tokens != nullptr) tokens->prefetch(q.key);
+      if (q.got == 0 && q.keyed) {
+        if (tokens != nullptr) tokens->prefetch(q.key);
+        q.long_key = PieceCache::make_key(q.p, q.n);
+        long_cache.prefetch(owner_, q.long_key);
+      }
     }
   };
   // The ids of a run of hits gather here and join `out` in one insert, instead of a push_back
@@ -591,7 +597,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
       if (i == n) break;
       const Pending& q = b[i++];
       const size_t before = out.size();
-      q.keyed ? encode_piece_keyed(hot, tag, tokens, q.key, q.p, q.n, out) : encode_piece(q.p, q.n, out);
+      q.keyed ? encode_piece_keyed(hot, tag, tokens, q.key, q.p, q.n, out, &q.long_key) : encode_piece(q.p, q.n, out);
       if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
     }
   };

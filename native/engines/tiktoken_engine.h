@@ -24,6 +24,7 @@
 #include "models/bpe.h"
 #include "models/bpe_backtrack.h"
 #include "models/safe_cuts.h"
+#include "models/piece_cache.h"
 #include "models/short_piece_cache.h"
 #include "models/short_token_index.h"
 #include "core/cartridge.h"
@@ -121,8 +122,9 @@ class TiktokenEngine {
   // knows the piece is no token (ShortTokenIndex::kNoToken), so the whole-piece walk is skipped.
   // `probe_cache` false: the caller knows the piece is not in the PieceCache (it still keeps the
   // ids of pieces of more than ShortPieceCache::kMaxIds).
+  // `cache_key`: the piece's PieceCache key when the caller made it.
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token = false,
-                    bool probe_cache = true) const;
+                    bool probe_cache = true, const PieceCache::Key* cache_key = nullptr) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The thread's ShortPieceCache in front of encode_piece. Callers find pieces ahead, ask
@@ -135,9 +137,11 @@ class TiktokenEngine {
     return n <= ShortPieceCache::kMaxLen && keyable && piece[0] < 0x80;
   }
   // `tokens`: short_tokens(), or null to skip it.
+  // `long_key`: the piece's PieceCache key, its slot prefetched, when the caller made one (then
+  // the PieceCache is asked: pieces this cache lost to a collision are there); null: not asked.
   void encode_piece_keyed(ShortPieceCache& hot, uint16_t tag, const ShortTokenIndex* tokens,
                           const ShortPieceCache::Key& key, const uint8_t* piece, size_t n,
-                          std::vector<uint32_t>& out) const {
+                          std::vector<uint32_t>& out, const PieceCache::Key* long_key = nullptr) const {
     if (hot.find(tag, key, out)) return;
     // More ids than a slot keeps: the PieceCache has them (or had: encode_piece encodes again).
     if (hot.is_long(tag, key)) return encode_piece(piece, n, out);
@@ -148,11 +152,11 @@ class TiktokenEngine {
       hot.put(tag, key, &token, 1);
       return;
     }
-    // Not in this cache, so met for the first time (or evicted): the PieceCache, a sixteenth of
-    // its size, is not asked (on new text that probe was a miss on a cold line per piece), and
-    // keeps only what a slot here cannot.
+    // Not in this cache: met for the first time, or lost to a collision. Without a prefetched
+    // key the PieceCache is not asked (on new text that probe was a miss on a cold line per
+    // piece) and keeps only what a slot here cannot.
     const size_t before = out.size();
-    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken, /*probe_cache=*/false);
+    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken, long_key != nullptr, long_key);
     const size_t got = out.size() - before;
     if (got <= ShortPieceCache::kMaxIds) hot.put(tag, key, out.data() + before, got);
     else hot.mark_long(tag, key);

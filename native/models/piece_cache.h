@@ -50,6 +50,9 @@ class PieceCache {
     return true;
   }
 
+  // Starts loading the slot of `k` for engine `tag` (callers that know their next pieces).
+  void prefetch(uint64_t tag, const Key& k) const { __builtin_prefetch(&slots_[(k.hash ^ tag) & (kSlots - 1)]); }
+
   // Remembers ids[0, n) for `k` (ignored when n is 0 or more than kMaxIds).
   void put(uint64_t tag, const Key& k, const uint32_t* ids, size_t n) {
     if (n == 0 || n > kMaxIds) return;
