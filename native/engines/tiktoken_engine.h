@@ -206,10 +206,10 @@ class TiktokenEngine {
   // The vocabulary's safe cuts, built on first use (null: no cuts, see SafeCuts::build).
   const SafeCuts* safe_cuts() const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
-  // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache kAhead at a
-  // time (encode_segment's and encode_blocks' loop).
   // bpe_encode_multi with this engine's tables (byte pairs built at the first call).
   void bpe(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache in a pipeline
+  // of three batches of kAhead (encode_segment's and encode_blocks' loop).
   template <class ForEachPiece>
   void encode_cached(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
                      ForEachPiece&& for_each) const;

@@ -18,11 +18,9 @@
 //   second. The test checks its reachability verdict against bpe_encode_heap token by token.
 #include "models/bpe_backtrack.h"
 
-#include <cstring>
-
-#include <atomic>
-
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <limits>
 
 #include "core/thread_scratch.h"
@@ -333,7 +331,8 @@ std::vector<uint32_t> build_byte_pairs(const piece::PieceTables& pt) {
     if (pt.byte_rank[a] < 0) continue;
     for (int b = 0; b < 256; ++b) {
       if (pt.byte_rank[b] < 0) continue;
-      const uint32_t c = piece::pair_find(pt, static_cast<uint32_t>(pt.byte_rank[a]), static_cast<uint32_t>(pt.byte_rank[b]));
+      const uint32_t ra = static_cast<uint32_t>(pt.byte_rank[a]), rb = static_cast<uint32_t>(pt.byte_rank[b]);
+      const uint32_t c = piece::pair_find(pt, ra, rb);
       pairs[static_cast<size_t>(a) * 256 + static_cast<size_t>(b)] = c < pt.n_ids ? c : piece::kNoSplit;
     }
   }
@@ -352,8 +351,8 @@ int32_t encode_small_pairs(const piece::PieceTables& pt, const uint32_t* byte_pa
     id[i] = static_cast<uint32_t>(r);
   }
   for (uint32_t i = 0; i + 1 < n; ++i) merged[i] = byte_pairs[uint32_t{piece[i]} << 8 | piece[i + 1]];
-  // A pair's merge, or kNoSplit; a token id out of range (only a damaged table) ends the loop
-  // below as no merge would, and the result then fails the caller's checks of its ids.
+  // A pair's merge, or kNoSplit. A merge into an id out of range (only a damaged table gives
+  // one) counts as none: the ids may then be wrong, never out of range.
   auto pair = [&](uint32_t a, uint32_t b) {
     const uint32_t c = piece::pair_find(pt, a, b);
     return c < pt.n_ids ? c : kNoSplit;
