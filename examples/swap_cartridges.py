@@ -14,17 +14,24 @@ from pathlib import Path
 
 import crayon_hf.tiktoken as tiktoken
 
-paths = sys.argv[1:]
-if not paths:
-    folder = Path(tempfile.mkdtemp())
-    for name in ("r50k_base", "cl100k_base", "o200k_base"):
-        tiktoken.get_encoding(name).save_cartridge(folder / f"{name}.dat")  # compile once
-        paths.append(str(folder / f"{name}.dat"))
+BUNDLED = ("r50k_base", "cl100k_base", "o200k_base")
 
-for _ in range(3):
-    for path in paths:
-        start = time.perf_counter()
-        enc = tiktoken.Encoding.from_cartridge(path)
-        loaded = time.perf_counter() - start
-        ids = enc.encode("Tokenization should never be the bottleneck.")
-        print(f"{Path(path).name:>20}: mapped in {loaded * 1e3:.3f} ms, {len(ids)} tokens")
+
+def swap(paths: list[str]) -> None:
+    for _ in range(3):
+        for path in paths:
+            start = time.perf_counter()
+            enc = tiktoken.Encoding.from_cartridge(path)
+            loaded = time.perf_counter() - start
+            ids = enc.encode("Tokenization should never be the bottleneck.")
+            print(f"{Path(path).name:>20}: mapped in {loaded * 1e3:.3f} ms, {len(ids)} tokens")
+
+
+if sys.argv[1:]:
+    swap(sys.argv[1:])
+else:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:  # removed at the end
+        folder = Path(tmp)
+        for name in BUNDLED:
+            tiktoken.get_encoding(name).save_cartridge(folder / f"{name}.dat")  # compile once
+        swap([str(folder / f"{name}.dat") for name in BUNDLED])
