@@ -2,8 +2,7 @@
 
 Two caches sit in front of the BPE encoder: ShortPieceCache (native/models/short_piece_cache.h:
 every ASCII-led piece of up to 16 bytes and 3 ids, keyed by two masked loads that read past the
-piece; a piece of more ids is marked there and its ids kept in the next one) and PieceCache
-(native/models/piece_cache.h: pieces of several tokens up to 24 bytes).
+piece) and PieceCache (native/models/piece_cache.h: pieces of several tokens up to 24 bytes).
 Behind the first, each engine's ShortTokenIndex (native/models/short_token_index.h) answers a
 piece that is one short token without the trie walk.
 These tests encode the same texts with both bypassed, cold and warm, across engines sharing

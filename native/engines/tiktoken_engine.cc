@@ -372,7 +372,7 @@ bool has_cjk(const uint8_t* piece, size_t n) {
 }  // namespace
 
 void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token,
-                                  bool probe_cache, const PieceCache::Key* cache_key) const {
+                                  const PieceCache::Key* cache_key) const {
   if (const SafeCuts* cuts = cuts_for(piece, n)) return encode_cut(*cuts, piece, n, out);
   const int32_t whole = not_a_token ? -1 : piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
@@ -386,11 +386,10 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   if (n <= PieceCache::kMaxLen) {
     PieceCache& cache = PieceCache::local();
     const PieceCache::Key key = cache_key != nullptr ? *cache_key : PieceCache::make_key(piece, n);
-    if (probe_cache && cache.find(owner_, key, out)) return;
+    if (cache.find(owner_, key, out)) return;
     const size_t first = out.size();
     bpe(piece, n, out);
-    const size_t got = out.size() - first;
-    if (probe_cache || got > ShortPieceCache::kMaxIds) cache.put(owner_, key, out.data() + first, got);
+    cache.put(owner_, key, out.data() + first, out.size() - first);
     return;
   }
   bpe(piece, n, out);

@@ -120,11 +120,9 @@ class TiktokenEngine {
   // One piece, no pre-tokenization: the whole piece if it is a token, else BPE (short pieces of
   // several tokens go through the calling thread's PieceCache first). `not_a_token`: the caller
   // knows the piece is no token (ShortTokenIndex::kNoToken), so the whole-piece walk is skipped.
-  // `probe_cache` false: the caller knows the piece is not in the PieceCache (it still keeps the
-  // ids of pieces of more than ShortPieceCache::kMaxIds).
-  // `cache_key`: the piece's PieceCache key when the caller made it.
+  // `cache_key`: the piece's PieceCache key when the caller made it (and prefetched its slot).
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token = false,
-                    bool probe_cache = true, const PieceCache::Key* cache_key = nullptr) const;
+                    const PieceCache::Key* cache_key = nullptr) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The thread's ShortPieceCache in front of encode_piece. Callers find pieces ahead, ask
@@ -137,14 +135,11 @@ class TiktokenEngine {
     return n <= ShortPieceCache::kMaxLen && keyable && piece[0] < 0x80;
   }
   // `tokens`: short_tokens(), or null to skip it.
-  // `long_key`: the piece's PieceCache key, its slot prefetched, when the caller made one (then
-  // the PieceCache is asked: pieces this cache lost to a collision are there); null: not asked.
+  // `long_key`: the piece's PieceCache key, its slot prefetched, when the caller made one.
   void encode_piece_keyed(ShortPieceCache& hot, uint16_t tag, const ShortTokenIndex* tokens,
                           const ShortPieceCache::Key& key, const uint8_t* piece, size_t n,
                           std::vector<uint32_t>& out, const PieceCache::Key* long_key = nullptr) const {
     if (hot.find(tag, key, out)) return;
-    // More ids than a slot keeps: the PieceCache has them (or had: encode_piece encodes again).
-    if (hot.is_long(tag, key)) return encode_piece(piece, n, out);
     const int64_t id = tokens != nullptr ? tokens->find(key) : ShortTokenIndex::kNotHeld;
     if (id >= 0) {
       const uint32_t token = static_cast<uint32_t>(id);
@@ -152,14 +147,9 @@ class TiktokenEngine {
       hot.put(tag, key, &token, 1);
       return;
     }
-    // Not in this cache: met for the first time, or lost to a collision. Without a prefetched
-    // key the PieceCache is not asked (on new text that probe was a miss on a cold line per
-    // piece) and keeps only what a slot here cannot.
     const size_t before = out.size();
-    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken, long_key != nullptr, long_key);
-    const size_t got = out.size() - before;
-    if (got <= ShortPieceCache::kMaxIds) hot.put(tag, key, out.data() + before, got);
-    else hot.mark_long(tag, key);
+    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken, long_key);
+    hot.put(tag, key, out.data() + before, out.size() - before);
   }
   // The vocabulary's short tokens by their bytes (models/short_token_index.h), built on first use;
   // null when it has none or no split tables. Callers fetch it once per call, not per piece.

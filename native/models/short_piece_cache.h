@@ -3,8 +3,7 @@
 //
 //   piece + 16 readable bytes --two masked loads--> (a, b, len) --mix--> one 32-byte slot of kSlots
 //        hit:  1-3 ids come back from that slot (the key compared in full)
-//        miss: the caller encodes the piece (index, trie walk, BPE) and offers the ids back; a
-//              piece of more ids is marked (mark_long), its ids kept in the PieceCache
+//        miss: the caller encodes the piece (index, trie walk, PieceCache, BPE) and offers the ids back
 //
 // Why: a common word's trie walk is a chain of one dependent load per byte: 11-12 ns per piece on
 // cl100k_base even when every node is in L1 (300 common English words in random order), 2.5x
@@ -70,7 +69,6 @@ class ShortPieceCache {
   static constexpr unsigned kSlotBits = 16;  // 2 MiB per thread
   static constexpr size_t kSlots = size_t{1} << kSlotBits;
   static constexpr uint32_t kPartBit = 0x80;  // in Key::len: the key of a part (make_key)
-  static constexpr uint32_t kLongBit = 0x40;  // in Slot::len: a piece of more ids than kMaxIds (mark_long)
   static_assert(kMaxLen + 1 == sizeof(short_piece_detail::kMasks) / sizeof(short_piece_detail::kMasks[0]));
 
   struct Key {
@@ -159,21 +157,6 @@ class ShortPieceCache {
     }
     std::memcpy(w, s.ids, sizeof(s.ids));
     return s.n;
-  }
-
-  // Remembers that the piece of `k` has more than kMaxIds ids (the caller keeps them elsewhere):
-  // the slot then answers is_long, never find or copy_hit (its length does not match the key's).
-  void mark_long(uint16_t tag, const Key& k) {
-    Slot& s = slots_[k.index];
-    s.a = k.a;
-    s.b = k.b;
-    s.tag = tag;
-    s.len = static_cast<uint8_t>(k.len | kLongBit);
-    s.n = 0;
-  }
-  bool is_long(uint16_t tag, const Key& k) const {
-    const Slot& s = slots_[k.index];
-    return s.a == k.a && s.b == k.b && s.tag == tag && s.len == (k.len | kLongBit);
   }
 
   // Remembers ids[0, n) for `k` (ignored when n is 0 or more than kMaxIds).
