@@ -1,8 +1,10 @@
 """The per-thread piece caches and the index of short tokens never change a result.
 
-Two caches sit in front of the BPE encoder: ShortPieceCache (native/models/short_piece_cache.h:
+Three caches sit in front of the BPE encoder: ShortPieceCache (native/models/short_piece_cache.h:
 every ASCII-led piece of up to 16 bytes and 3 ids, keyed by two masked loads that read past the
-piece) and PieceCache (native/models/piece_cache.h: pieces of several tokens up to 24 bytes).
+piece), PieceCache (native/models/piece_cache.h: pieces of several tokens up to 24 bytes and 7
+ids) and LongPieceCache (native/models/long_piece_cache.h: the rest up to 256 bytes, emptied
+whenever its arena fills).
 Behind the first, each engine's ShortTokenIndex (native/models/short_token_index.h) answers a
 piece that is one short token without the trie walk.
 These tests encode the same texts with both bypassed, cold and warm, across engines sharing
@@ -57,6 +59,15 @@ def _texts() -> list[str]:
     texts.append(" ".join(f"{s}{c}" for s in stems for c in "abz"))
     texts.append(" ".join(f"{s[:5]}\x00{s[5:9]}" for s in stems) + " the\x00 the\x00\x00 the")
     texts += [f"x {w}" for w in ("the", "the ", "thex", "a" * 16, "a" * 17)]
+    # The LongPieceCache's pieces: words of other scripts (up to 24 bytes but more than 7 ids on
+    # an English-centred vocabulary, and longer), pieces of 255-257 bytes around its limit, each
+    # repeated so that the second time is a hit.
+    scripts = ["абвгдежзийклмнопрстуфхцчшщыэюя", "कखगघचछजझटडणतथदधनपबभमयरलवशसहािीुेो",
+               "กขคงจฉชซญดตถทนบปผพฟภมยรลวศสหอัิีุ", "αβγδεζηθικλμνξοπρστυφχψω", "აბგდევზთიკლმნოპ"]
+    long_words = ["".join(rng.choice(sc) for _ in range(rng.randint(2, 40))) for sc in scripts for _ in range(60)]
+    texts.append(" ".join(long_words + long_words[::-1]) + " " + "".join(long_words[:40]))
+    texts += [f" {c * k} {c * k}" for c in ("ж", "!", "7") for k in (127, 128, 129)]
+    texts += [f"{'-' * k} {'-' * k}." for k in (254, 255, 256, 257)]
     return texts
 
 
@@ -150,6 +161,30 @@ def test_engine_tags_name_one_engine_until_cleared(tmp_path):
     exe = tmp_path / "test_engine_tags"
     built = compile_cxx(cxx_compiler("the engine tag test"), [ROOT / "tests" / "native" / "test_engine_tags.cc"], exe,
                         ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+    assert built.returncode == 0, built.stderr
+    run_native(exe, [])
+
+
+def test_long_pieces_fill_and_empty_the_long_cache(pair):
+    # Far more distinct long pieces than the LongPieceCache's 512 KiB arena holds, each met twice
+    # a few pieces apart (a hit, unless a clearing came in between), then all of it again.
+    ref, ours = pair
+    rng = random.Random(11)
+    letters = "абвгдежзийклмнопрстуфхцчшщыэюяαβγδεζηθικλμνξοπρστυφχψωéèêëàâîïôûç"
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(13, 60))) for _ in range(12000)]
+    text = " ".join(w for i in range(0, len(words), 4) for w in words[i:i + 4] * 2)
+    expected = ref.encode_ordinary(text)
+    assert ours.encode_ordinary(text) == expected
+    assert ours.encode_ordinary(text) == expected
+
+
+def test_long_piece_cache_native(tmp_path):
+    # native/models/long_piece_cache.h checked directly (tests/native/test_long_piece_cache.cc):
+    # forced hash collisions, two engine tags with the same bytes, several clearings, the limits.
+    exe = tmp_path / "test_long_piece_cache"
+    built = compile_cxx(cxx_compiler("the long piece cache test"),
+                        [ROOT / "native" / "core" / "xxhash64.cc", ROOT / "tests" / "native" / "test_long_piece_cache.cc"],
+                        exe, ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
     assert built.returncode == 0, built.stderr
     run_native(exe, [])
 

@@ -386,13 +386,30 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   if (n <= PieceCache::kMaxLen) {
     PieceCache& cache = PieceCache::local();
     const PieceCache::Key key = cache_key != nullptr ? *cache_key : PieceCache::make_key(piece, n);
-    if (cache.find(owner_, key, out)) return;
+    const PieceCache::Found found = cache.find(owner_, key, out);
+    if (found == PieceCache::kHit) return;
+    if (found == PieceCache::kManyIds) return encode_long(piece, n, out);
     const size_t first = out.size();
     bpe(piece, n, out);
-    cache.put(owner_, key, out.data() + first, out.size() - first);
+    const size_t m = out.size() - first;
+    if (m <= PieceCache::kMaxIds) return cache.put(owner_, key, out.data() + first, m);
+    cache.put_many_ids(owner_, key);
+    LongPieceCache::local().put(owner_, LongPieceCache::hash(owner_, piece, n), piece, n, out.data() + first, m);
     return;
   }
+  encode_long(piece, n, out);
+}
+
+void TiktokenEngine::encode_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+  // Pieces the PieceCache cannot hold (longer than its 24 bytes, or of more than its 7 ids): the
+  // words of most scripts on an English-centred vocabulary. Past 256 bytes they rarely repeat.
+  if (n > LongPieceCache::kMaxLen) return bpe(piece, n, out);
+  LongPieceCache& cache = LongPieceCache::local();
+  const uint64_t h = LongPieceCache::hash(owner_, piece, n);
+  if (cache.find(owner_, h, piece, n, out)) return;
+  const size_t first = out.size();
   bpe(piece, n, out);
+  cache.put(owner_, h, piece, n, out.data() + first, out.size() - first);
 }
 
 void TiktokenEngine::encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {

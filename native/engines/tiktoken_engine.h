@@ -23,6 +23,7 @@
 
 #include "models/bpe.h"
 #include "models/bpe_backtrack.h"
+#include "models/long_piece_cache.h"
 #include "models/safe_cuts.h"
 #include "models/piece_cache.h"
 #include "models/short_piece_cache.h"
@@ -196,6 +197,8 @@ class TiktokenEngine {
   // The vocabulary's safe cuts, built on first use (null: no cuts, see SafeCuts::build).
   const SafeCuts* safe_cuts() const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
+  // BPE of a piece of several tokens through the thread's LongPieceCache (pieces up to 256 bytes).
+  void encode_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // bpe_encode_multi with this engine's tables (byte pairs built at the first call).
   void bpe(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache in a pipeline

@@ -2,7 +2,8 @@
 //
 //   piece (<= 24 bytes) --make_byte_key--> one slot of kSlots (direct mapped, per thread, per engine tag)
 //        hit:  the ids come back (one cache line read, the key compared in full)
-//        miss: the caller encodes the piece and offers the ids back (kept when <= 7 of them)
+//        miss: the caller encodes the piece and offers the ids back (kept when <= 7 of them;
+//              for more, the slot only says so, and the LongPieceCache keeps the ids)
 //
 // Why: pieces of several tokens are 8% of the pieces of English text but most of the encoder's
 // time (backtracking costs ~20x a whole-token lookup), and 61% of them (English; code: 81%)
@@ -41,13 +42,17 @@ class PieceCache {
   static PieceCache& local() { return thread_scratch<PieceCache>(); }
   PieceCache() : slots_(new Slot[kSlots]()) {}
 
-  // Appends the cached ids of `k` for engine `tag` to out and returns true, or returns false.
+  enum Found { kMiss, kHit, kManyIds };
+
+  // Appends the cached ids of `k` for engine `tag` to out and returns kHit; kManyIds when the
+  // piece was met with more than kMaxIds ids (put_many_ids; out is left alone); else kMiss.
   template <class Out>
-  bool find(uint64_t tag, const Key& k, Out& out) {
+  Found find(uint64_t tag, const Key& k, Out& out) {
     const Slot& s = slot(tag, k);
-    if (s.tag != tag || s.len != k.len || s.w[0] != k.w[0] || s.w[1] != k.w[1] || s.w[2] != k.w[2]) return false;
+    if (s.tag != tag || s.len != k.len || s.w[0] != k.w[0] || s.w[1] != k.w[1] || s.w[2] != k.w[2]) return kMiss;
+    if (s.n == 0) return kManyIds;
     out.insert(out.end(), s.ids, s.ids + s.n);
-    return true;
+    return kHit;
   }
 
   // Starts loading the slot of `k` for engine `tag` (callers that know their next pieces).
@@ -56,27 +61,34 @@ class PieceCache {
   // Remembers ids[0, n) for `k` (ignored when n is 0 or more than kMaxIds).
   void put(uint64_t tag, const Key& k, const uint32_t* ids, size_t n) {
     if (n == 0 || n > kMaxIds) return;
-    Slot& s = slot(tag, k);
-    s.tag = tag;
-    s.w[0] = k.w[0];
-    s.w[1] = k.w[1];
-    s.w[2] = k.w[2];
-    s.len = static_cast<uint8_t>(k.len);
+    Slot& s = claim(tag, k);
     s.n = static_cast<uint8_t>(n);
     std::memcpy(s.ids, ids, n * sizeof(uint32_t));
   }
+
+  // Remembers that `k` has more than kMaxIds ids (find() then says kManyIds).
+  void put_many_ids(uint64_t tag, const Key& k) { claim(tag, k).n = 0; }
 
  private:
   struct alignas(64) Slot {
     uint64_t tag;  // 0: empty (engine tags are never 0)
     uint64_t w[3];
     uint8_t len;
-    uint8_t n;
+    uint8_t n;  // 0: more than kMaxIds ids (the LongPieceCache's)
     uint32_t ids[kMaxIds];
   };
   static_assert(sizeof(Slot) == 64, "one cache line per slot");
 
   Slot& slot(uint64_t tag, const Key& k) { return slots_[(k.hash ^ tag) & (kSlots - 1)]; }
+  Slot& claim(uint64_t tag, const Key& k) {
+    Slot& s = slot(tag, k);
+    s.tag = tag;
+    s.w[0] = k.w[0];
+    s.w[1] = k.w[1];
+    s.w[2] = k.w[2];
+    s.len = static_cast<uint8_t>(k.len);
+    return s;
+  }
 
   std::unique_ptr<Slot[]> slots_;
 };

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/swar.h"
+#include "core/utf8.h"
 #include "tables/unicode_tables.h"
 #include "text/deepseek_split.h"
 
@@ -28,7 +29,15 @@
 #endif
 
 namespace crayon {
+
+struct BlockClasses {
+  uint64_t nonascii = 0, letter = 0, upper = 0, digit = 0, space = 0, newline = 0, other_ws = 0, apos = 0, slash = 0;
+  uint64_t control = 0;  // C0 controls other than whitespace, and DEL
+};
+
 namespace {
+
+using Classes = BlockClasses;
 
 constexpr bool ascii_classes_are_plain() {
   for (int b = 0; b < 128; ++b) {
@@ -45,10 +54,6 @@ constexpr bool ascii_classes_are_plain() {
 }
 static_assert(ascii_classes_are_plain(), "the block classifier assumes L = [A-Za-z], N = [0-9], \\s = [\\t-\\r ] in ASCII");
 
-struct Classes {
-  uint64_t nonascii = 0, letter = 0, upper = 0, digit = 0, space = 0, newline = 0, other_ws = 0, apos = 0, slash = 0;
-  uint64_t control = 0;  // C0 controls other than whitespace, and DEL
-};
 
 // The letters a contraction body is made of, matched case-insensitively (cl100k_base, Llama 3,
 // Qwen2) or as lower case only (GPT-2).
@@ -200,6 +205,18 @@ bool cpu_has_avx512bw() {
   return has;
 }
 #endif
+
+// The ASCII byte that stands for a character of these Unicode flags in a transcoded block
+// (PieceBlocks::scan_transcoded): a letter 'a', a number '0', whitespace '\t', anything else '!'.
+struct StandIns {
+  uint8_t of[256];
+  constexpr StandIns() : of() {
+    for (int f = 0; f < 256; ++f) {
+      of[f] = (f & unicode::kLetter) ? 'a' : (f & unicode::kNumber) ? '0' : (f & unicode::kSpace) ? '\t' : '!';
+    }
+  }
+};
+constexpr StandIns kStandIns;
 
 // The classifier of a resolved mode (kAvx512, kSse2 or kPortable; see PieceBlocks::resolve).
 template <bool kExtra>
@@ -455,9 +472,15 @@ inline bool ascii8(const uint8_t* s, size_t n, size_t pos) {
 bool PieceBlocks::refill() {
   count_ = taken_ = 0;
   if (pos_ >= n_) return false;
-  if (rules_ != Rules::kNone && ascii8(s_, n_, pos_)) {
-    count_ = static_cast<uint32_t>(scan_block());
-    if (count_ != 0) return true;
+  if (rules_ != Rules::kNone) {
+    if (ascii8(s_, n_, pos_)) {
+      count_ = static_cast<uint32_t>(scan_block());
+      if (count_ != 0) return true;
+    }
+    if (transcodes()) {
+      count_ = static_cast<uint32_t>(scan_transcoded());
+      if (count_ != 0) return true;
+    }
   }
   do {
     const size_t end = scalar_end(pos_);
@@ -482,7 +505,58 @@ size_t PieceBlocks::scan_block() {
   // The valid bytes: the ASCII prefix of what the text has left.
   const int ascii = c.nonascii ? __builtin_ctzll(c.nonascii) : 64;
   const int len = static_cast<int>(avail < static_cast<size_t>(ascii) ? avail : ascii);
-  const bool at_end = static_cast<size_t>(len) == avail;
+  return commit(p, c, len, static_cast<size_t>(len) == avail, nullptr);
+}
+
+size_t PieceBlocks::scan_transcoded() {
+  // Up to 64 characters from pos_, one byte each: ASCII as itself, any other character as an
+  // ASCII byte of its class under the pattern (a letter 'a', a number '0', whitespace '\t', else
+  // '!'; U+017F LATIN SMALL LETTER LONG S is 's' where contractions fold case, as `(?i:'s)`
+  // matches it), and an invalid byte as '!' (a character of its own, as the scanners take it).
+  // r50k_base, cl100k_base, Llama 3 and Qwen2 ask nothing else of a character, so the rules then
+  // see exactly the characters' classes, a byte per character; at[] maps them back to bytes.
+  alignas(16) uint8_t stand[64];
+  uint32_t at[65];
+  const bool fold = rules_ != Rules::kR50k;
+  const uint8_t* const s = s_;
+  size_t i = pos_;
+  int k = 0;
+  for (; k < 64 && i < n_; ++k) {
+    at[k] = static_cast<uint32_t>(i - pos_);
+    const uint32_t b0 = s[i];
+    if (b0 < 0x80) {
+      stand[k] = static_cast<uint8_t>(b0);
+      ++i;
+      continue;
+    }
+    // Well-formed two- and three-byte characters inline (four-byte characters and invalid bytes
+    // through utf8::decode). After E0 the second byte is A0-BF (no overlongs), after ED 80-9F.
+    uint32_t cp, len;
+    if (b0 >= 0xC2 && b0 < 0xE0 && n_ - i >= 2 && utf8::is_continuation(s[i + 1])) {
+      cp = (b0 & 0x1F) << 6 | (s[i + 1] & 0x3Fu);
+      len = 2;
+    } else if (b0 >= 0xE0 && b0 < 0xF0 && n_ - i >= 3 && s[i + 1] >= (b0 == 0xE0 ? 0xA0 : 0x80) &&
+               s[i + 1] <= (b0 == 0xED ? 0x9F : 0xBF) && utf8::is_continuation(s[i + 2])) {
+      cp = utf8::three_byte_cp(s + i);
+      len = 3;
+    } else {
+      const utf8::Decoded d = utf8::decode(s + i, s + n_);
+      cp = d.cp;
+      len = d.len;
+    }
+    const uint8_t f = cp == utf8::kInvalid ? 0 : unicode::flags(cp);
+    stand[k] = kStandIns.of[f];
+    if (fold && cp == 0x017F) stand[k] = 's';
+    i += len;
+  }
+  at[k] = static_cast<uint32_t>(i - pos_);
+  if (k < 64) std::memset(stand + k, 0, static_cast<size_t>(64 - k));
+  Classes c;
+  classify<false>(mode_, stand, c);
+  return commit(stand, c, k, i == n_, at);
+}
+
+size_t PieceBlocks::commit(const uint8_t* p, const BlockClasses& c, int len, bool at_end, const uint32_t* at) {
   const uint64_t valid = len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1;
   Block b;
   b.valid = valid;
@@ -540,15 +614,16 @@ size_t PieceBlocks::scan_block() {
   if (last <= 0 && !whole) return 0;
   uint64_t ends = whole ? starts & ~uint64_t{1} : starts & ~uint64_t{1} & ((uint64_t{2} << last) - 1);
   size_t count = 0;
-  while (ends != 0) {
-    ends_[count++] = pos_ + static_cast<size_t>(__builtin_ctzll(ends));
-    ends &= ends - 1;
+  if (at == nullptr) {
+    for (; ends != 0; ends &= ends - 1) ends_[count++] = pos_ + static_cast<size_t>(__builtin_ctzll(ends));
+  } else {
+    for (; ends != 0; ends &= ends - 1) ends_[count++] = pos_ + at[__builtin_ctzll(ends)];
   }
   if (whole) {
     ends_[count++] = n_;
     pos_ = n_;
   } else {
-    pos_ += static_cast<size_t>(last);
+    pos_ += at == nullptr ? static_cast<size_t>(last) : at[last];
   }
   return count;
 }

@@ -1,0 +1,113 @@
+// A per-thread cache from long pieces (25-256 bytes) and pieces of many tokens (> 7) to their ids,
+// behind the PieceCache, which keeps neither.
+//
+//   piece --xxhash64(bytes, engine tag)--> up to kProbes slots (open addressing)
+//        hit:  the ids come back from the arena (tag, hash, length and bytes compared in full)
+//        miss: the caller encodes the piece and offers the ids back
+//
+// Why: outside Latin scripts a word's pieces are long in bytes and, on an English-centred
+// vocabulary, many tokens each (a Devanagari word of eight letters is 24 bytes and, on gpt2, up
+// to 24 tokens), so they miss the PieceCache every time they come back, and backtracking over
+// them was a third of the time on multilingual text that repeats its words (UDHR's 39 scripts).
+//
+// Exactness: a hit needs the same engine tag, the same length and the same bytes (memcmp), so it
+// returns exactly what the engine returned for these bytes; encoding is a pure function of the
+// vocabulary and the bytes. A hash collision only costs a probe.
+//
+// Memory: kSlots * 24 bytes of slots and a kArenaBytes arena of keys and ids (with their slots,
+// under 700 KiB) per thread, shared by every engine the thread uses, allocated at its first long
+// piece. When the arena or three quarters of the slots are used up, the whole cache is emptied at
+// once (no per-entry eviction): memory stays bounded whatever the input, and text that stops
+// repeating itself pays one clearing per 512 KiB of new pieces.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "core/thread_scratch.h"
+#include "core/xxhash64.h"
+
+namespace crayon {
+
+class LongPieceCache {
+ public:
+  static constexpr size_t kMaxLen = 256;             // longest piece kept
+  static constexpr size_t kMaxIds = 256;             // most ids kept per piece
+  static constexpr size_t kSlots = size_t{1} << 12;  // 96 KiB of slots
+  static constexpr size_t kProbes = 4;
+  static constexpr size_t kArenaBytes = size_t{512} << 10;
+
+  // The calling thread's cache (construct one directly only in tests).
+  static LongPieceCache& local() { return thread_scratch<LongPieceCache>(); }
+
+  static uint64_t hash(uint64_t tag, const uint8_t* s, size_t n) { return xxhash64(s, n, tag) | 1; }
+
+  // Appends the cached ids of s[0, n) for engine `tag` (h = hash(tag, s, n)) to out and returns
+  // true, or returns false.
+  template <class Out>
+  bool find(uint64_t tag, uint64_t h, const uint8_t* s, size_t n, Out& out) const {
+    if (slots_ == nullptr) return false;
+    for (size_t i = 0; i < kProbes; ++i) {
+      const Slot& slot = slots_[(h + i) & (kSlots - 1)];
+      if (slot.hash == 0) return false;
+      if (slot.hash != h || slot.tag != tag || slot.len != n) continue;
+      const uint8_t* at = arena_.get() + slot.at;
+      if (std::memcmp(at, s, n) != 0) continue;
+      const uint32_t* ids = reinterpret_cast<const uint32_t*>(at + padded(n));
+      out.insert(out.end(), ids, ids + slot.n);
+      return true;
+    }
+    return false;
+  }
+
+  // Remembers ids[0, m) for s[0, n) (ignored unless 1 <= m <= kMaxIds and n <= kMaxLen).
+  void put(uint64_t tag, uint64_t h, const uint8_t* s, size_t n, const uint32_t* ids, size_t m) {
+    if (m == 0 || m > kMaxIds || n > kMaxLen) return;
+    if (slots_ == nullptr) {
+      slots_.reset(new Slot[kSlots]());
+      arena_.reset(new uint8_t[kArenaBytes]);
+    }
+    const size_t need = padded(n) + m * sizeof(uint32_t);
+    if (used_ + need > kArenaBytes || 4 * (filled_ + 1) > 3 * kSlots) clear();
+    for (size_t i = 0; i < kProbes; ++i) {
+      Slot& slot = slots_[(h + i) & (kSlots - 1)];
+      if (slot.hash != 0) continue;
+      uint8_t* at = arena_.get() + used_;
+      std::memcpy(at, s, n);
+      std::memcpy(at + padded(n), ids, m * sizeof(uint32_t));
+      slot = Slot{tag, h, static_cast<uint32_t>(used_), static_cast<uint16_t>(n), static_cast<uint16_t>(m)};
+      used_ += need;
+      ++filled_;
+      return;
+    }
+    // kProbes slots in a row taken: this piece is not kept (the next clearing makes room).
+  }
+
+ private:
+  struct Slot {
+    uint64_t tag;
+    uint64_t hash;  // 0: empty (hash() is odd)
+    uint32_t at;    // the key's first byte in the arena; its ids follow at padded(len)
+    uint16_t len;
+    uint16_t n;
+  };
+  static_assert(sizeof(Slot) == 24, "three words per slot");
+
+  static size_t padded(size_t n) { return (n + 3) & ~size_t{3}; }
+
+  void clear() {
+    std::fill(slots_.get(), slots_.get() + kSlots, Slot{});
+    used_ = 0;
+    filled_ = 0;
+  }
+
+  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<uint8_t[]> arena_;
+  size_t used_ = 0;
+  size_t filled_ = 0;
+};
+
+}  // namespace crayon
