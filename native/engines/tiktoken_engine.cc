@@ -372,7 +372,7 @@ bool has_cjk(const uint8_t* piece, size_t n) {
 }  // namespace
 
 void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token,
-                                  const PieceCache::Key* cache_key) const {
+                                  const PieceCache::Key* cache_key, PieceCache* caches) const {
   if (const SafeCuts* cuts = cuts_for(piece, n)) return encode_cut(*cuts, piece, n, out);
   const int32_t whole = not_a_token ? -1 : piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
@@ -383,28 +383,27 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   // on one costs far more than a cache probe, so short ones go through the thread's PieceCache.
   // Single-token pieces never touch it (measured: caching them here too was slower); the
   // ShortPieceCache in front of this function (encode_piece_keyed) is what makes short ones cheap.
+  PieceCache& cache = caches != nullptr ? *caches : PieceCache::local();
   if (n <= PieceCache::kMaxLen) {
-    PieceCache& cache = PieceCache::local();
     const PieceCache::Key key = cache_key != nullptr ? *cache_key : PieceCache::make_key(piece, n);
     const PieceCache::Found found = cache.find(owner_, key, out);
     if (found == PieceCache::kHit) return;
-    if (found == PieceCache::kManyIds) return encode_long(piece, n, out);
+    if (found == PieceCache::kManyIds) return encode_long(piece, n, out, cache.longs());
     const size_t first = out.size();
     bpe(piece, n, out);
     const size_t m = out.size() - first;
     if (m <= PieceCache::kMaxIds) return cache.put(owner_, key, out.data() + first, m);
     cache.put_many_ids(owner_, key);
-    LongPieceCache::local().put(owner_, LongPieceCache::hash(owner_, piece, n), piece, n, out.data() + first, m);
+    cache.longs().put(owner_, LongPieceCache::hash(owner_, piece, n), piece, n, out.data() + first, m);
     return;
   }
-  encode_long(piece, n, out);
+  encode_long(piece, n, out, cache.longs());
 }
 
-void TiktokenEngine::encode_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+void TiktokenEngine::encode_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, LongPieceCache& cache) const {
   // Pieces the PieceCache cannot hold (longer than its 24 bytes, or of more than its 7 ids): the
   // words of most scripts on an English-centred vocabulary. Past 256 bytes they rarely repeat.
   if (n > LongPieceCache::kMaxLen) return bpe(piece, n, out);
-  LongPieceCache& cache = LongPieceCache::local();
   const uint64_t h = LongPieceCache::hash(owner_, piece, n);
   if (cache.find(owner_, h, piece, n, out)) return;
   const size_t first = out.size();
@@ -552,7 +551,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
                                    ForEachPiece&& for_each) const {
   ShortPieceCache& hot = ShortPieceCache::local();
   const uint16_t tag = hot.tag_of(owner_);
-  const PieceCache& long_cache = PieceCache::local();
+  PieceCache& pieces = PieceCache::local();
   // A piece the cache misses is mostly met for the first time, and then usually one token: the
   // index of short tokens answers it without a trie walk (models/short_token_index.h).
   const ShortTokenIndex* const tokens = short_tokens();
@@ -590,7 +589,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
       if (q.got == 0 && q.keyed) {
         if (tokens != nullptr) tokens->prefetch(q.key);
         q.long_key = PieceCache::make_key(q.p, q.n);
-        long_cache.prefetch(owner_, q.long_key);
+        pieces.prefetch(owner_, q.long_key);
       }
     }
   };
@@ -613,7 +612,11 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
       if (i == n) break;
       const Pending& q = b[i++];
       const size_t before = out.size();
-      q.keyed ? encode_piece_keyed(hot, tag, tokens, q.key, q.p, q.n, out, &q.long_key) : encode_piece(q.p, q.n, out);
+      if (q.keyed) {
+        encode_piece_keyed(hot, tag, tokens, q.key, q.p, q.n, out, &q.long_key, &pieces);
+      } else {
+        encode_piece(q.p, q.n, out, false, nullptr, &pieces);
+      }
       if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
     }
   };

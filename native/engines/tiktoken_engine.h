@@ -23,7 +23,6 @@
 
 #include "models/bpe.h"
 #include "models/bpe_backtrack.h"
-#include "models/long_piece_cache.h"
 #include "models/safe_cuts.h"
 #include "models/piece_cache.h"
 #include "models/short_piece_cache.h"
@@ -122,8 +121,9 @@ class TiktokenEngine {
   // several tokens go through the calling thread's PieceCache first). `not_a_token`: the caller
   // knows the piece is no token (ShortTokenIndex::kNoToken), so the whole-piece walk is skipped.
   // `cache_key`: the piece's PieceCache key when the caller made it (and prefetched its slot).
+  // `caches`: PieceCache::local(), where the caller has it (a thread-local lookup per piece saved).
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token = false,
-                    const PieceCache::Key* cache_key = nullptr) const;
+                    const PieceCache::Key* cache_key = nullptr, PieceCache* caches = nullptr) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The thread's ShortPieceCache in front of encode_piece. Callers find pieces ahead, ask
@@ -136,10 +136,12 @@ class TiktokenEngine {
     return n <= ShortPieceCache::kMaxLen && keyable && piece[0] < 0x80;
   }
   // `tokens`: short_tokens(), or null to skip it.
-  // `long_key`: the piece's PieceCache key, its slot prefetched, when the caller made one.
+  // `long_key`: the piece's PieceCache key, its slot prefetched, when the caller made one;
+  // `caches` as for encode_piece.
   void encode_piece_keyed(ShortPieceCache& hot, uint16_t tag, const ShortTokenIndex* tokens,
                           const ShortPieceCache::Key& key, const uint8_t* piece, size_t n,
-                          std::vector<uint32_t>& out, const PieceCache::Key* long_key = nullptr) const {
+                          std::vector<uint32_t>& out, const PieceCache::Key* long_key = nullptr,
+                          PieceCache* caches = nullptr) const {
     if (hot.find(tag, key, out)) return;
     const int64_t id = tokens != nullptr ? tokens->find(key) : ShortTokenIndex::kNotHeld;
     if (id >= 0) {
@@ -149,7 +151,7 @@ class TiktokenEngine {
       return;
     }
     const size_t before = out.size();
-    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken, long_key);
+    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken, long_key, caches);
     hot.put(tag, key, out.data() + before, out.size() - before);
   }
   // The vocabulary's short tokens by their bytes (models/short_token_index.h), built on first use;
@@ -198,7 +200,7 @@ class TiktokenEngine {
   const SafeCuts* safe_cuts() const;
   void encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, bool cached) const;
   // BPE of a piece of several tokens through the thread's LongPieceCache (pieces up to 256 bytes).
-  void encode_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  void encode_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, LongPieceCache& cache) const;
   // bpe_encode_multi with this engine's tables (byte pairs built at the first call).
   void bpe(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache in a pipeline

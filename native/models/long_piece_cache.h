@@ -15,7 +15,7 @@
 // vocabulary and the bytes. A hash collision only costs a probe.
 //
 // Memory: kSlots * 24 bytes of slots and a kArenaBytes arena of keys and ids (with their slots,
-// under 700 KiB) per thread, shared by every engine the thread uses, allocated at its first long
+// under 700 KiB) per thread (each thread's PieceCache holds one), shared by every engine the thread uses, allocated at its first long
 // piece. When the arena or three quarters of the slots are used up, the whole cache is emptied at
 // once (no per-entry eviction): memory stays bounded whatever the input, and text that stops
 // repeating itself pays one clearing per 512 KiB of new pieces.
@@ -27,7 +27,6 @@
 #include <cstring>
 #include <memory>
 
-#include "core/thread_scratch.h"
 #include "core/xxhash64.h"
 
 namespace crayon {
@@ -39,9 +38,6 @@ class LongPieceCache {
   static constexpr size_t kSlots = size_t{1} << 12;  // 96 KiB of slots
   static constexpr size_t kProbes = 4;
   static constexpr size_t kArenaBytes = size_t{512} << 10;
-
-  // The calling thread's cache (construct one directly only in tests).
-  static LongPieceCache& local() { return thread_scratch<LongPieceCache>(); }
 
   static uint64_t hash(uint64_t tag, const uint8_t* s, size_t n) { return xxhash64(s, n, tag) | 1; }
 

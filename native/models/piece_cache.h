@@ -16,7 +16,8 @@
 // functions of (vocabulary, bytes). Nothing is ever approximated; a collision only evicts.
 //
 // Memory: kSlots * 64 bytes per thread (256 KiB), shared by every engine the thread uses; it is
-// allocated on a thread's first encode and lives until the thread exits. No growth with input.
+// allocated on a thread's first encode and lives until the thread exits (the LongPieceCache with
+// it, allocated at the thread's first long piece). No growth with input.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +27,7 @@
 
 #include "core/byte_key.h"
 #include "core/thread_scratch.h"
+#include "models/long_piece_cache.h"
 
 namespace crayon {
 
@@ -69,6 +71,10 @@ class PieceCache {
   // Remembers that `k` has more than kMaxIds ids (find() then says kManyIds).
   void put_many_ids(uint64_t tag, const Key& k) { claim(tag, k).n = 0; }
 
+  // The thread's LongPieceCache, for the pieces this cache does not hold (one thread-local lookup
+  // reaches both).
+  LongPieceCache& longs() { return longs_; }
+
  private:
   struct alignas(64) Slot {
     uint64_t tag;  // 0: empty (engine tags are never 0)
@@ -91,6 +97,7 @@ class PieceCache {
   }
 
   std::unique_ptr<Slot[]> slots_;
+  LongPieceCache longs_;
 };
 
 }  // namespace crayon
