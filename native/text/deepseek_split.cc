@@ -106,7 +106,7 @@ class Text {
     if (pos >= n_) return {0, 0, 0};
     const uint8_t b = s_[pos];
     if (b < 0x80) return {b, 1, kAscii[b]};
-    const utf8::Decoded d = utf8::decode(s_ + pos, s_ + n_);
+    const utf8::Decoded d = utf8::decode_common(s_ + pos, s_ + n_);
     return {d.cp, d.len, classify(d.cp)};
   }
 

@@ -393,7 +393,7 @@ Scan quick_scan(std::string_view s, size_t from, const Form& f) {
       i += 3;
       continue;
     }
-    const utf8::Decoded d = utf8::decode(p + i, p + n);
+    const utf8::Decoded d = utf8::decode_common(p + i, p + n);
     const uint16_t pr = d.cp == utf8::kInvalid ? 0 : nt::props(d.cp);  // a raw byte: a boundary
     const uint8_t cls = static_cast<uint8_t>(pr & 0xFF);
     if (cls != 0 && last_ccc > cls) return {false, boundary};

@@ -529,25 +529,10 @@ size_t PieceBlocks::scan_transcoded() {
       ++i;
       continue;
     }
-    // Well-formed two- and three-byte characters inline (four-byte characters and invalid bytes
-    // through utf8::decode). After E0 the second byte is A0-BF (no overlongs), after ED 80-9F.
-    uint32_t cp, len;
-    if (b0 >= 0xC2 && b0 < 0xE0 && n_ - i >= 2 && utf8::is_continuation(s[i + 1])) {
-      cp = (b0 & 0x1F) << 6 | (s[i + 1] & 0x3Fu);
-      len = 2;
-    } else if (b0 >= 0xE0 && b0 < 0xF0 && n_ - i >= 3 && s[i + 1] >= (b0 == 0xE0 ? 0xA0 : 0x80) &&
-               s[i + 1] <= (b0 == 0xED ? 0x9F : 0xBF) && utf8::is_continuation(s[i + 2])) {
-      cp = utf8::three_byte_cp(s + i);
-      len = 3;
-    } else {
-      const utf8::Decoded d = utf8::decode(s + i, s + n_);
-      cp = d.cp;
-      len = d.len;
-    }
-    const uint8_t f = cp == utf8::kInvalid ? 0 : unicode::flags(cp);
-    stand[k] = kStandIns.of[f];
-    if (fold && cp == 0x017F) stand[k] = 's';
-    i += len;
+    const utf8::Decoded d = utf8::decode_common(s + i, s + n_);
+    stand[k] = kStandIns.of[d.cp == utf8::kInvalid ? 0 : unicode::flags(d.cp)];
+    if (fold && d.cp == 0x017F) stand[k] = 's';
+    i += d.len;
   }
   at[k] = static_cast<uint32_t>(i - pos_);
   if (k < 64) std::memset(stand + k, 0, static_cast<size_t>(64 - k));

@@ -82,7 +82,7 @@ class Scanner {
     if (pos >= n_) return {kEndOfText, 0, 0};
     const uint8_t b = s_[pos];
     if (b < 0x80) return {b, 1, unicode::kAsciiFlags[b]};
-    const utf8::Decoded d = utf8::decode(s_ + pos, s_ + n_);
+    const utf8::Decoded d = utf8::decode_common(s_ + pos, s_ + n_);
     return {d.cp, d.len, d.cp == utf8::kInvalid ? uint8_t{0} : unicode::flags(d.cp)};
   }
 
