@@ -61,6 +61,7 @@ STRUCTURES = [
     ".\n", ".\n\n", ".\n \n", "!!\r\n\r\nx", "...\n  x", ",\nx", "?\n\n\n",
     "1", "12", "123", "1234", "1234567", "12 34", "a1b2c3", " 1", "  1", ",1", "1,", "1'", "1's",
     "word", "Word", "WORD", " word", "\nword", "(word)", "\"quoted\"",
+    "'ſ", "'ſa", "x'ſ", "'S", " жук", "ж'll", "٣٣٣٣", "क\u093fक", "\u00a0x", "\u3000\u3000y", "x\u2028\u2028 z",
 ]
 TAILS = ["", "x", " ", "\n", ".", "é", "中", "\u00a0", "\u2028", "😀", "'s", " y"]
 FILLERS = ["a" * 80, "ab cd ef gh " * 8, " " * 80, "x." * 40, "1" * 80, "\n" * 80, "a,b " * 20]
@@ -92,7 +93,12 @@ ALPHABET = list("etaoinshrdlu ETAOINSHRDLU sdmtlvre SDMTLVRE 0123456789") + [
     " ", " ", " ", " ", "  ", "\n", "\n", "\r", "\t", "\v", "\f", "'", "'", ".", ",", "!", "?", "-", "(", ")",
     "\"", "/", "#", "\x00", "\x1c", "\x7f", "é", "É", "中", "\u00a0", "\u3000", "\u2028", "\u0085", "😀",
     "\u0301", "ſ", "\u212a", "\xff".encode("latin-1").decode("latin-1"),
+    # Other scripts, for the transcoded blocks (one ASCII stand-in per character): letters, marks,
+    # numbers that are not ASCII digits (Nd, No, Nl), whitespace and format characters.
+    "ж", "Ж", "क", "\u093f", "\u094d", "ก", "\u0e31", "א", "ع", "٣", "½", "Ⅻ", "\u1680", "\u2003", "\u00ad",
+    "\u200b", "\ufeff", "\U00010348",
 ]
+NON_ASCII = [c for c in ALPHABET if not c.isascii()] + [" ", " ", "'", "\n", "1", "s", ".", "a"]
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
@@ -101,8 +107,8 @@ def test_random_text(pattern):
     texts = []
     for _ in range(2000):
         n = rng.choice([rng.randint(0, 20), rng.randint(40, 90), rng.randint(100, 400)])
-        weights = rng.choice([None, "ascii"])
-        pool = ALPHABET if weights is None else [c for c in ALPHABET if c.isascii()]
+        weights = rng.choice([None, "ascii", "other scripts"])
+        pool = {None: ALPHABET, "ascii": [c for c in ALPHABET if c.isascii()], "other scripts": NON_ASCII}[weights]
         texts.append("".join(rng.choice(pool) for _ in range(n)))
     check(pattern, texts)
 
