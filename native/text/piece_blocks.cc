@@ -131,7 +131,7 @@ inline __m128i in_range(__m128i v, char lo, char hi) {
 }
 
 template <bool kExtra>
-void classify_sse2(const uint8_t* p, Classes& c) {
+[[gnu::always_inline]] inline void classify_sse2(const uint8_t* p, Classes& c) {
   for (int i = 0; i < 4; ++i) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
     const __m128i folded = _mm_or_si128(v, splat(0x20));
@@ -220,7 +220,7 @@ constexpr StandIns kStandIns;
 
 // The classifier of a resolved mode (kAvx512, kSse2 or kPortable; see PieceBlocks::resolve).
 template <bool kExtra>
-void classify(PieceBlocks::Mode mode, const uint8_t* p, Classes& c) {
+[[gnu::always_inline]] inline void classify(PieceBlocks::Mode mode, const uint8_t* p, Classes& c) {
 #if defined(CRAYON_BLOCKS_AVX512)
   if (mode == PieceBlocks::Mode::kAvx512) return classify_avx512<kExtra>(p, c);
 #endif
@@ -270,7 +270,7 @@ inline int highest_at_or_below(uint64_t m, int limit) {
 //     only) character of its whitespace run, so it starts a piece, and " ?" takes it along.
 //   - An apostrophe that starts a piece (first of its O run, no space before it) followed by a
 //     body is a contraction (case-sensitive here): the body's letter run is split after it.
-uint64_t r50k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws) {
+[[gnu::always_inline]] inline uint64_t r50k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws) {
   const uint64_t S = b.SP | b.WO | b.NL;
   ws = S;
   const uint64_t run_first = S & ~(S << 1);
@@ -333,7 +333,7 @@ uint64_t r50k_starts(const Block& b, const ContractionLetters* k, uint64_t& ws) 
 enum class Family { kCl100k, kQwen2, kO200k, kDeepSeekV3 };
 
 template <Family kFamily>
-uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_t& ws, int& cut) {
+[[gnu::always_inline]] inline uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_t& ws, int& cut) {
   const uint64_t R = b.SP | b.WO;  // whitespace other than line breaks
   const uint64_t NL = b.NL;
   // The characters that make runs of their own and take the line breaks after them: O, or for
@@ -473,11 +473,12 @@ bool PieceBlocks::refill() {
   count_ = taken_ = 0;
   if (pos_ >= n_) return false;
   if (rules_ != Rules::kNone) {
+    // ASCII ahead: a block of bytes (where it proves nothing, a run longer than a block, the
+    // scanner's turn); else, where the pattern allows, a block of characters.
     if (ascii8(s_, n_, pos_)) {
       count_ = static_cast<uint32_t>(scan_block());
       if (count_ != 0) return true;
-    }
-    if (transcodes()) {
+    } else if (transcodes()) {
       count_ = static_cast<uint32_t>(scan_transcoded());
       if (count_ != 0) return true;
     }
@@ -541,7 +542,8 @@ size_t PieceBlocks::scan_transcoded() {
   return commit(stand, c, k, i == n_, at);
 }
 
-size_t PieceBlocks::commit(const uint8_t* p, const BlockClasses& c, int len, bool at_end, const uint32_t* at) {
+[[gnu::always_inline]] inline size_t PieceBlocks::commit(const uint8_t* p, const BlockClasses& c, int len, bool at_end,
+                                                    const uint32_t* at) {
   const uint64_t valid = len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1;
   Block b;
   b.valid = valid;

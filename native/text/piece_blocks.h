@@ -16,12 +16,12 @@
 // whitespace that reaches the end of the block, whose pieces depend on where it ends, (3) a run of
 // whitespace holding two line breaks with spaces between them (rare; its first piece runs to the
 // last line break), and (4) the first non-ASCII byte. The next block starts at the last boundary
-// committed. Where that is not ASCII, or a block of bytes proves nothing, the GPT-2, cl100k_base,
-// Llama 3 and Qwen2 patterns take a transcoded block: 64 characters, each one ASCII byte of its
-// class (their rules ask a character nothing else), with a map back to byte offsets (on UDHR's 39
-// scripts, GPT-2's pattern: 2.2x fewer instructions than the scalar scanner). Where that proves nothing
-// either, and for o200k_base and DeepSeek-V3 wherever a piece starts at a non-ASCII byte, the
-// scalar scanner of pretokenize.cc takes one piece. At the end of the text the same rules hold,
+// committed. Where the next 8 bytes are not all ASCII, the GPT-2, cl100k_base, Llama 3 and Qwen2
+// patterns take a transcoded block: 64 characters, each one ASCII byte of its class (their rules
+// ask a character nothing else), with a map back to byte offsets (on UDHR's 39 scripts, GPT-2's
+// pattern: 2.2x fewer instructions than the scalar scanner). Where a block proves nothing, and for
+// o200k_base and DeepSeek-V3 wherever a piece starts near a non-ASCII byte, the scalar scanner of
+// pretokenize.cc takes one piece. At the end of the text the same rules hold,
 // except that a trailing whitespace run goes to the scalar scanner (`\s++$`, `(?!\S)`).
 // tests/test_pretokenize.py compares the pieces with tiktoken's regex and with the scalar
 // scanners on corpora, random text and the structures above placed across block edges.
