@@ -69,8 +69,8 @@ inline Decoded decode(const uint8_t* p, const uint8_t* end) {
   const size_t avail = static_cast<size_t>(end - p);
   if (b0 >= 0xC2 && b0 < 0xE0 && avail >= 2 && is_continuation(p[1])) return {(b0 & 0x1F) << 6 | (p[1] & 0x3Fu), 2};
   // After E0 the second byte is A0-BF (no overlongs), after ED 80-9F (no surrogates).
-  if (b0 >= 0xE0 && b0 < 0xF0 && avail >= 3 && p[1] >= (b0 == 0xE0 ? 0xA0 : 0x80) && p[1] <= (b0 == 0xED ? 0x9F : 0xBF) &&
-      is_continuation(p[2])) {
+  if (b0 >= 0xE0 && b0 < 0xF0 && avail >= 3 && p[1] >= (b0 == 0xE0 ? 0xA0 : 0x80) &&
+      p[1] <= (b0 == 0xED ? 0x9F : 0xBF) && is_continuation(p[2])) {
     return {three_byte_cp(p), 3};
   }
   return decode(p, end);

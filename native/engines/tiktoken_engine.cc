@@ -400,7 +400,8 @@ void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<ui
   encode_long(piece, n, out, cache.longs());
 }
 
-void TiktokenEngine::encode_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, LongPieceCache& cache) const {
+void TiktokenEngine::encode_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out,
+                                 LongPieceCache& cache) const {
   // Pieces the PieceCache cannot hold (longer than its 24 bytes, or of more than its 7 ids): the
   // words of most scripts on an English-centred vocabulary. Past 256 bytes they rarely repeat.
   if (n > LongPieceCache::kMaxLen) return bpe(piece, n, out);

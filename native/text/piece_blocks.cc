@@ -333,7 +333,8 @@ inline int highest_at_or_below(uint64_t m, int limit) {
 enum class Family { kCl100k, kQwen2, kO200k, kDeepSeekV3 };
 
 template <Family kFamily>
-[[gnu::always_inline]] inline uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_t& ws, int& cut) {
+[[gnu::always_inline]] inline uint64_t cl100k_like_starts(const Block& b, const ContractionLetters* k, uint64_t& ws,
+                                                          int& cut) {
   const uint64_t R = b.SP | b.WO;  // whitespace other than line breaks
   const uint64_t NL = b.NL;
   // The characters that make runs of their own and take the line breaks after them: O, or for
