@@ -180,7 +180,8 @@ def test_long_pieces_fill_and_empty_the_long_cache(pair):
 
 def test_long_piece_cache_native(tmp_path):
     # native/models/long_piece_cache.h checked directly (tests/native/test_long_piece_cache.cc):
-    # forced hash collisions, two engine tags with the same bytes, several clearings, the limits.
+    # forced hash collisions, two engine tags with the same bytes, several clearings, the limits, a
+    # piece offered twice kept once.
     exe = tmp_path / "test_long_piece_cache"
     built = compile_cxx(cxx_compiler("the long piece cache test"),
                         [ROOT / "native" / "core" / "xxhash64.cc", ROOT / "tests" / "native" / "test_long_piece_cache.cc"],

@@ -51,8 +51,7 @@ class LongPieceCache {
     for (size_t i = 0; i < kProbes; ++i) {
       const Slot& slot = slots_[(h + i) & (kSlots - 1)];
       if (slot.hash == 0) return false;
-      if (slot.hash != h || slot.tag != tag || slot.len != n) continue;
-      if (std::memcmp(bytes() + slot.at, s, n) != 0) continue;
+      if (!holds(slot, tag, h, s, n)) continue;
       const uint32_t* ids = arena_.get() + (slot.at + padded(n)) / sizeof(uint32_t);
       out.insert(out.end(), ids, ids + slot.n);
       return true;
@@ -60,7 +59,9 @@ class LongPieceCache {
     return false;
   }
 
-  // Remembers ids[0, m) for s[0, n) (ignored unless 1 <= m <= kMaxIds and n <= kMaxLen).
+  // Remembers ids[0, m) for s[0, n) (ignored unless 1 <= m <= kMaxIds and n <= kMaxLen, and when
+  // the piece is kept already: a piece of many ids whose PieceCache mark was evicted since comes
+  // back here after its BPE).
   void put(uint64_t tag, uint64_t h, const uint8_t* s, size_t n, const uint32_t* ids, size_t m) {
     if (m == 0 || m > kMaxIds || n > kMaxLen) return;
     if (slots_ == nullptr) {
@@ -71,7 +72,10 @@ class LongPieceCache {
     if (used_ + need > kArenaBytes || 4 * (filled_ + 1) > 3 * kSlots) clear();
     for (size_t i = 0; i < kProbes; ++i) {
       Slot& slot = slots_[(h + i) & (kSlots - 1)];
-      if (slot.hash != 0) continue;
+      if (slot.hash != 0) {
+        if (holds(slot, tag, h, s, n)) return;
+        continue;
+      }
       std::memcpy(bytes() + used_, s, n);
       std::memcpy(bytes() + used_ + padded(n), ids, m * sizeof(uint32_t));
       slot = Slot{tag, h, static_cast<uint32_t>(used_), static_cast<uint16_t>(n), static_cast<uint16_t>(m)};
@@ -81,6 +85,9 @@ class LongPieceCache {
     }
     // kProbes slots in a row taken: this piece is not kept (the next clearing makes room).
   }
+
+  // The number of pieces kept (for tests).
+  size_t size() const { return filled_; }
 
  private:
   struct Slot {
@@ -93,6 +100,10 @@ class LongPieceCache {
   static_assert(sizeof(Slot) == 24, "three words per slot");
 
   static size_t padded(size_t n) { return (n + 3) & ~size_t{3}; }
+  // Whether `slot` keeps s[0, n) for engine `tag` (h = hash(tag, s, n)).
+  bool holds(const Slot& slot, uint64_t tag, uint64_t h, const uint8_t* s, size_t n) const {
+    return slot.hash == h && slot.tag == tag && slot.len == n && std::memcmp(bytes() + slot.at, s, n) == 0;
+  }
   // The arena as bytes, for the keys (ids are read as the words they are).
   uint8_t* bytes() const { return reinterpret_cast<uint8_t*>(arena_.get()); }
 

@@ -96,6 +96,22 @@ int main() {
     check(!cache.find(10, hf, bytes(fine), fine.size(), out), "another engine tag misses");
   }
 
+  // A piece kept already is not kept twice (the engine offers it again after its PieceCache mark
+  // is evicted); another piece of the same hash still is.
+  {
+    LongPieceCache fresh;
+    const std::string a(40, 'c'), b(40, 'd');
+    const std::vector<uint32_t> ids = {7, 8, 9};
+    const uint64_t h = LongPieceCache::hash(3, bytes(a), a.size());
+    fresh.put(3, h, bytes(a), a.size(), ids.data(), ids.size());
+    fresh.put(3, h, bytes(a), a.size(), ids.data(), ids.size());
+    check(fresh.size() == 1, "a piece put twice is kept once");
+    fresh.put(3, h, bytes(b), b.size(), ids.data(), 2);  // a forced collision: b under a's hash
+    std::vector<uint32_t> out;
+    check(fresh.size() == 2 && fresh.find(3, h, bytes(b), b.size(), out) && out == std::vector<uint32_t>{7, 8},
+          "a colliding piece is kept beside the first");
+  }
+
   std::printf("%zu finds, %zu hits, %d failures\n", finds, hits, failures);
   return failures == 0 ? 0 : 1;
 }
