@@ -25,6 +25,10 @@ MARK = "@@RESULT@@"
 CHILD = """
 import json, os, signal, sys, threading, time
 
+# A process started with SIGINT ignored (a background job, nohup) passes that on, and Python then
+# leaves it ignored: Ctrl-C is what is tested, so the child takes Python's own handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 TABLE = bytes((97 + b % 26) if b % 6 else 32 for b in range(256))  # random 5-letter-ish words
 
 def fresh(n_bytes, doc=20_000):

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -34,13 +36,21 @@ FACES = {"cl100k_base": lambda: "cl100k_base", "gpt2": lambda: str(require_share
 OUTPUTS = ("t.bin", "t.bin.idx.npy", "t.bin.json")
 
 
+def ray_temp_dir() -> str:
+    """A folder for Ray's session folders (logs, sockets), removed by the caller when Ray is down;
+    by default every run would leave one more under /tmp/ray. Short and under /tmp: Ray's socket
+    paths inside it must fit in 107 bytes."""
+    return tempfile.mkdtemp(prefix="crayon-ray-", dir="/tmp")
+
+
 @pytest.fixture(scope="module")
 def cluster():
     require_module("ray")
     import ray
     from ray.cluster_utils import Cluster
 
-    node = dict(num_cpus=1, object_store_memory=96 << 20, node_ip_address="127.0.0.1")
+    temp = ray_temp_dir()
+    node = dict(num_cpus=1, object_store_memory=96 << 20, node_ip_address="127.0.0.1", temp_dir=temp)
     c = Cluster(initialize_head=True, head_node_args=dict(node, include_dashboard=False))
     try:
         c.add_node(**node)
@@ -51,6 +61,7 @@ def cluster():
     finally:
         ray.shutdown()
         c.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def make_inputs(d: Path, full: bool = False) -> list[str]:
@@ -230,10 +241,14 @@ def test_local_ray_started_for_the_run_from_the_checkout(tmp_path):
     code = ("import json, sys; from crayon_hf.ray_corpus import encode_corpus_ray; "
             "s = encode_corpus_ray(sys.argv[1:3], sys.argv[3], 'cl100k_base', num_cpus=2, progress=False); "
             "print(json.dumps(s['worker_modules']))")
-    env = dict(os.environ, RAY_ADDRESS="")
-    env.pop("RAY_ADDRESS")
-    run = subprocess.run([sys.executable, "-c", code, *inputs, str(tmp_path / "t.bin")], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=240)
+    temp = ray_temp_dir()
+    env = dict(os.environ, RAY_TMPDIR=temp)
+    env.pop("RAY_ADDRESS", None)
+    try:
+        run = subprocess.run([sys.executable, "-c", code, *inputs, str(tmp_path / "t.bin")], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=240)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
     assert run.returncode == 0, run.stderr[-3000:]
     modules = json.loads(run.stdout.strip().splitlines()[-1])
     assert modules and all(not m.startswith(str(ROOT / "crayon_hf")) and "site-packages" in m for m in modules)
