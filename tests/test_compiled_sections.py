@@ -20,7 +20,8 @@ import pytest
 from crayon_hf import Tokenizer
 from crayon_hf._native import native
 from crayon_hf.conversion.hf_json import added_token_rows, sentencepiece_shortcut
-from support import CORPORA, VOCAB, corpus_text, random_slices, require_module, require_shared
+from support import (CORPORA, VOCAB, corpus_text, random_slices, reference_encoding, require_module,
+                     require_shared)
 
 # Many added tokens (Whisper: 1609, DeepSeek V3: 818, Llama 3.1: 256), normalized added tokens
 # and a Precompiled normalizer (T5, XLM-R), and one with neither much of either (GPT-2).
@@ -318,3 +319,26 @@ def test_lazy_vocabulary_iterates_the_full_list(compiled):
     tok = Tokenizer.from_cartridge(_cartridge(compiled, "gpt2"))
     lazy = tok._vocab_lazy
     assert list(lazy) == tok._token_strings() and lazy._native is not None
+
+
+def test_pair_filter_of_older_cartridges_is_skipped(tmp_path):
+    """The pair table's Bloom filter moved to section BPB1 when its layout changed (both bits of a
+    pair in one word). A cartridge of the old layout holds BPBF instead: read as BPB1 it would turn
+    merges away, so it must be skipped. Here the filter is emptied (no pair passes it): under its
+    own name the ids go wrong, which shows the filter is read; renamed BPBF, the ids are
+    tiktoken's."""
+    import crayon_hf.tiktoken as ct
+
+    enc = ct.get_encoding("cl100k_base")
+    enc.save_cartridge(tmp_path / "new.dat")
+    data = bytearray((tmp_path / "new.dat").read_bytes())
+    _fill(data, "BPB1", 0)
+    empty = ct.Encoding.from_cartridge(_restamped(bytearray(data), tmp_path, "empty"))
+    data[_entry(data, "BPB1"):_entry(data, "BPB1") + 4] = b"BPBF"
+    old = ct.Encoding.from_cartridge(_restamped(data, tmp_path, "old"))
+    ref = reference_encoding("cl100k_base")
+    texts = random_slices(corpus_text(require_shared(CORPORA / "en_gutenberg_big.txt")), 300, seed=11)
+    texts += random_slices(corpus_text(require_shared(CORPORA / "multi_udhr_scripts.txt")), 300, seed=12)
+    assert any(empty.encode_ordinary(t) != ref.encode_ordinary(t) for t in texts)
+    for t in texts:
+        assert old.encode_ordinary(t) == ref.encode_ordinary(t), t

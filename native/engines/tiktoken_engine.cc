@@ -31,7 +31,11 @@ constexpr uint32_t kBSPL = fourcc("BSPL");
 constexpr uint32_t kBSPR = fourcc("BSPR");
 constexpr uint32_t kBSLW = fourcc("BSLW");
 constexpr uint32_t kBPAR = fourcc("BPAR");
-constexpr uint32_t kBPBF = fourcc("BPBF");  // Bloom filter in front of BPAR
+// Bloom filter in front of BPAR, a pair's bits in one word (piece::pair_bloom_word). Cartridges
+// before it hold BPBF, a filter laid out otherwise: read as this one it would turn merges away,
+// so it is skipped (those cartridges encode without a filter; the same ids, a little slower).
+constexpr uint32_t kBPB1 = fourcc("BPB1");
+constexpr uint32_t kBPBF = fourcc("BPBF");
 constexpr uint32_t kSPTB = fourcc("SPTB");
 constexpr uint32_t kTKRX = fourcc("TKRX");  // split regex (UTF-8), fancy-regex dialect
 
@@ -234,7 +238,7 @@ std::string build_tiktoken_cartridge(const TiktokenSource& src) {
   w.add_array(kBSPR, splits.right);
   if (!splits.slow.empty()) w.add_array(kBSLW, splits.slow);
   w.add_array(kBPAR, pairs);
-  w.add_array(kBPBF, pair_bloom);
+  w.add_array(kBPB1, pair_bloom);
   return w.finish();
 }
 
@@ -242,7 +246,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     : cartridge_(std::move(cartridge)), owner_(new_memo_owner()) {
   const Cartridge& c = *cartridge_;
   static const uint32_t kKnown[] = {kTKHD, kMETA, kTOKO, kTOKB, kTOKK, kBTRI, kBTVA, kSTRI, kSTVA, kSPID, kSPTO, kSPTB,
-                                    kBSPL, kBSPR, kBSLW, kBPAR, kBPBF, kTKRX};
+                                    kBSPL, kBSPR, kBSLW, kBPAR, kBPBF, kBPB1, kTKRX};
   for (const SectionInfo& s : c.sections()) {
     const bool known = std::find(std::begin(kKnown), std::end(kKnown), s.id) != std::end(kKnown);
     if (!known && (s.flags & kSectionRequired)) {
@@ -311,10 +315,10 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
     backtrack_.split_left = left;
     backtrack_.split_right = right;
     backtrack_.pairs = PairTableView(pairs, static_cast<uint32_t>(np));
-    if (c.find(kBPBF) != nullptr) {
+    if (c.find(kBPB1) != nullptr) {
       size_t nb;
-      const uint64_t* bloom = c.array<uint64_t>(kBPBF, &nb);
-      if (nb == 0 || (nb & (nb - 1)) != 0) c.fail("BPBF size is not a power of two");
+      const uint64_t* bloom = c.array<uint64_t>(kBPB1, &nb);
+      if (nb == 0 || (nb & (nb - 1)) != 0) c.fail("BPB1 size is not a power of two");
       backtrack_.pairs.set_bloom(bloom, nb);
     }
     if (c.find(kBSLW) != nullptr) {
@@ -327,7 +331,7 @@ TiktokenEngine::TiktokenEngine(std::shared_ptr<const Cartridge> cartridge)
   }
   pieces_ = make_piece_tables(bpe_, use_backtrack_ ? &backtrack_ : nullptr);
   // What a piece's encode reads, for huge pages (core/huge_pages.h).
-  for (const uint32_t id : {kTOKO, kBTRI, kBTVA, kBSPL, kBSPR, kBSLW, kBPAR, kBPBF}) c.mark_hot(id);
+  for (const uint32_t id : {kTOKO, kBTRI, kBTVA, kBSPL, kBSPR, kBSLW, kBPAR, kBPB1}) c.mark_hot(id);
 }
 
 void TiktokenEngine::check_tables() const {

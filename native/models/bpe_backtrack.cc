@@ -193,10 +193,7 @@ std::vector<uint64_t> build_pair_bloom(const BpeSplits& s) {
     const uint32_t l = s.left[id];
     if (l == kNo || l == id) continue;
     const uint64_t h = pair_hash(pair_key(l, s.right[id]));
-    const uint64_t i = h & mask;
-    const uint64_t j = (h >> 32) & mask;
-    bloom[i >> 6] |= uint64_t{1} << (i & 63);
-    bloom[j >> 6] |= uint64_t{1} << (j & 63);
+    bloom[piece::pair_bloom_word(h, mask)] |= piece::pair_bloom_bits(h);
   }
   return bloom;
 }

@@ -95,9 +95,10 @@ std::vector<PairEntry> build_pair_table(const BpeSplits& s);
 
 // A Bloom filter in front of the pair table. Almost every pair the validity check asks about is
 // not a merge, and the table is megabytes of random accesses; the filter (about 10 bits per merge,
-// two probes from one pair_hash, so a few hundred KiB that stay in L2) answers most of those "no"s
-// without touching it. A word of bits: bit (h mod m) and bit ((h >> 32) mod m), m = 64 * words
-// (a power of two). False positives only cost the table lookup; there are no false negatives.
+// two bits from one pair_hash, so a few hundred KiB that stay in L2) answers most of those "no"s
+// without touching it. Both bits of a pair lie in one word (piece::pair_bloom_word and
+// pair_bloom_bits), so a lookup reads one cache line. False positives only cost the table
+// lookup; there are no false negatives.
 std::vector<uint64_t> build_pair_bloom(const BpeSplits& s);
 
 class PairTableView {

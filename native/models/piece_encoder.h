@@ -113,6 +113,14 @@ CRAYON_HD bool is_ascii(const uint8_t* s, size_t n) {
   return any < 0x80;
 }
 
+// The Bloom filter of the pair table (cartridge section BPB1, build_pair_bloom): a pair's two
+// bits lie in one 64-bit word, so a lookup reads one word (one cache line) where a filter with
+// independent bit positions read two. The word: bits 12 and up of h = pair_hash(pair); the bits:
+// h's low 6 bits and the 6 above them (pair_slot takes h's high half). `bloom_mask` + 1 is the
+// filter's size in bits (64 x a power of two).
+CRAYON_HD uint64_t pair_bloom_word(uint64_t h, uint64_t bloom_mask) { return (h >> 12) & (bloom_mask >> 6); }
+CRAYON_HD uint64_t pair_bloom_bits(uint64_t h) { return (uint64_t{1} << (h & 63)) | (uint64_t{1} << ((h >> 6) & 63)); }
+
 // The token (a, b) merge into, or kNoSplit, from a pair table of `cap` entries with an optional
 // Bloom filter in front (bloom_mask + 1 bits; see build_pair_bloom). Probes at most `cap` slots,
 // so it stops even on a damaged table with no empty slot.
@@ -121,9 +129,8 @@ CRAYON_HD uint32_t pair_find(const PairEntry* pairs, uint32_t cap, const uint64_
   if (cap == 0) return kNoSplit;
   if (bloom != nullptr) {
     const uint64_t h = pair_hash(pair_key(a, b));
-    const uint64_t i = h & bloom_mask;
-    const uint64_t j = (h >> 32) & bloom_mask;
-    if (!((bloom[i >> 6] >> (i & 63)) & (bloom[j >> 6] >> (j & 63)) & 1)) return kNoSplit;
+    const uint64_t bits = pair_bloom_bits(h);
+    if ((bloom[pair_bloom_word(h, bloom_mask)] & bits) != bits) return kNoSplit;
   }
   uint32_t i = static_cast<uint32_t>(pair_slot(a, b, cap));
   for (uint32_t probes = 0; probes < cap; ++probes) {

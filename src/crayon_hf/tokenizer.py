@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["Tokenizer", "AddedToken", "Encoding", "BatchArrays"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 14
+_CACHE_GENERATION = 15
 _MAGIC = b"CRAYONHF"
 
 

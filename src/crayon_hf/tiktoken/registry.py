@@ -24,7 +24,7 @@ _lock = threading.RLock()
 ENCODINGS: dict[str, Encoding] = {}
 
 # Bump when the cartridge layout or the build changes, so stale cache entries are not reused.
-_CACHE_GENERATION = 6
+_CACHE_GENERATION = 7
 
 
 def list_encoding_names() -> list[str]:
