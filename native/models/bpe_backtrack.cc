@@ -356,10 +356,7 @@ int32_t encode_small_pairs(const piece::PieceTables& pt, const uint32_t* byte_pa
   };
   uint32_t m = n;
   while (m > 1) {
-    uint32_t best = 0;
-    for (uint32_t i = 1; i + 1 < m; ++i) {
-      if (merged[i] < merged[best]) best = i;
-    }
+    const uint32_t best = piece::least_position(merged, m - 1);
     const uint32_t c = merged[best];
     if (c == kNoSplit) break;
     id[best] = c;

@@ -187,6 +187,19 @@ struct SpinePairCheck {
   }
 };
 
+// The position of the least of v[0, count) (1 <= count <= kSmallPiece), the leftmost on ties: the
+// least of (value << 8 | position), a minimum without a branch per element. (As a compare and
+// branch, the merge loops below mispredicted on a fifth of their pairs.)
+CRAYON_HD uint32_t least_position(const uint32_t* v, uint32_t count) {
+  uint64_t least = uint64_t{v[0]} << 8;
+  for (uint32_t i = 1; i < count; ++i) {
+    const uint64_t key = uint64_t{v[i]} << 8 | i;
+    least = key < least ? key : least;
+  }
+  return static_cast<uint32_t>(least & 0xFF);
+}
+static_assert(kSmallPiece < 256, "least_position keeps positions in 8 bits");
+
 // tiktoken's quadratic merge loop for 1 <= n <= kSmallPiece, from the m initial parts
 // piece[starts[i], starts[i + 1]) (starts[0] == 0, ascending, starts[m] == n; each part a token):
 // the ranks of adjacent parts, lowest merged first (leftmost on ties), each part keeping its trie
@@ -223,10 +236,7 @@ CRAYON_HD int32_t encode_small_from(const PieceTables& t, const uint8_t* piece, 
   };
   for (uint32_t i = 0; i + 1 < m; ++i) rank[i] = rank_of(joined(i));
   while (m > 1) {
-    uint32_t best = 0;
-    for (uint32_t i = 1; i + 1 < m; ++i) {
-      if (rank[i] < rank[best]) best = i;
-    }
+    const uint32_t best = least_position(rank, m - 1);
     if (rank[best] == kNone) break;
     node[best] = joined(best);
     // Part best + 1 joins part best: drop its start and node, and the rank of the merged pair.
