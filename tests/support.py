@@ -52,6 +52,16 @@ def scratch_dir(prefix: str) -> Path:
     return path
 
 
+def ray_temp_dir() -> str:
+    """A folder for Ray's session folders (logs, sockets) and address file, for a cluster a test
+    starts (as RAY_TMPDIR, which Ray reads); the caller removes it when Ray is down. By
+    default every run would leave one more under /tmp/ray. Short and under /tmp: Ray's socket paths
+    inside it must fit in 107 bytes."""
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="crayon-ray-", dir="/tmp")
+
+
 def require_module(name: str):
     try:
         return __import__(name)

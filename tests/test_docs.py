@@ -11,13 +11,14 @@ program (placeholders, a hub download, a GPU), and is not run.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from support import ROOT, SHARED, child_python, require_module, require_shared
+from support import ROOT, SHARED, child_python, ray_temp_dir, require_module, require_shared
 
 ILLUSTRATIVE = "<!-- illustrative -->"
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -56,10 +57,17 @@ def test_block_runs(path, line, code, tmp_path):
         require_module("transformers")
     kwargs = child_python()
     env = dict(kwargs["env"], HF_HUB_OFFLINE="1")
+    ray_temp = ray_temp_dir() if "ray_corpus" in code else None  # a block that starts a local Ray
+    if ray_temp is not None:
+        env["RAY_TMPDIR"] = ray_temp
     script = tmp_path / "block.py"
     script.write_text(code, encoding="utf-8")
-    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=600)
+    try:
+        out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=600)
+    finally:
+        if ray_temp is not None:
+            shutil.rmtree(ray_temp, ignore_errors=True)
     assert out.returncode == 0, f"{path.relative_to(ROOT)}:{line} failed:\n{code}\n{out.stdout}\n{out.stderr}"
 
 

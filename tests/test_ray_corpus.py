@@ -14,7 +14,6 @@ import pickle
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,8 @@ import crayon_hf.tiktoken
 from crayon_hf import corpus
 from crayon_hf.cli import main
 from crayon_hf.corpus import encode_corpus, open_corpus
-from support import CORPORA, ROOT, VOCAB, corpus_files, corpus_text, require_module, require_shared, short_docs
+from support import (CORPORA, ROOT, VOCAB, corpus_files, corpus_text, ray_temp_dir, require_module, require_shared,
+                     short_docs)
 
 # Loopback only: Ray otherwise advertises the machine's routable address. This switch (Ray's own,
 # read when ray is imported, and inherited by the nodes started here) keeps every Ray address on
@@ -36,22 +36,22 @@ FACES = {"cl100k_base": lambda: "cl100k_base", "gpt2": lambda: str(require_share
 OUTPUTS = ("t.bin", "t.bin.idx.npy", "t.bin.json")
 
 
-def ray_temp_dir() -> str:
-    """A folder for Ray's session folders (logs, sockets), removed by the caller when Ray is down;
-    by default every run would leave one more under /tmp/ray. Short and under /tmp: Ray's socket
-    paths inside it must fit in 107 bytes."""
-    return tempfile.mkdtemp(prefix="crayon-ray-", dir="/tmp")
-
-
 @pytest.fixture(scope="module")
 def cluster():
     require_module("ray")
     import ray
     from ray.cluster_utils import Cluster
 
-    temp = ray_temp_dir()
-    node = dict(num_cpus=1, object_store_memory=96 << 20, node_ip_address="127.0.0.1", temp_dir=temp)
-    c = Cluster(initialize_head=True, head_node_args=dict(node, include_dashboard=False))
+    # Ray's default folder (its session folders and the cluster's address file), through the
+    # variable Ray reads, which the nodes started here inherit.
+    temp, before = ray_temp_dir(), os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = temp
+    node = dict(num_cpus=1, object_store_memory=96 << 20, node_ip_address="127.0.0.1")
+    try:
+        c = Cluster(initialize_head=True, head_node_args=dict(node, include_dashboard=False))
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
     try:
         c.add_node(**node)
         c.wait_for_nodes()
@@ -62,6 +62,10 @@ def cluster():
         ray.shutdown()
         c.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
+        if before is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = before
 
 
 def make_inputs(d: Path, full: bool = False) -> list[str]:
