@@ -334,7 +334,8 @@ def test_pair_filter_of_older_cartridges_is_skipped(tmp_path):
     data = bytearray((tmp_path / "new.dat").read_bytes())
     _fill(data, "BPB1", 0)
     empty = ct.Encoding.from_cartridge(_restamped(bytearray(data), tmp_path, "empty"))
-    data[_entry(data, "BPB1"):_entry(data, "BPB1") + 4] = b"BPBF"
+    at = _entry(data, "BPB1")
+    data[at:at + 4] = b"BPBF"
     old = ct.Encoding.from_cartridge(_restamped(data, tmp_path, "old"))
     ref = reference_encoding("cl100k_base")
     texts = random_slices(corpus_text(require_shared(CORPORA / "en_gutenberg_big.txt")), 300, seed=11)

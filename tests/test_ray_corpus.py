@@ -47,12 +47,9 @@ def cluster():
     temp, before = ray_temp_dir(), os.environ.get("RAY_TMPDIR")
     os.environ["RAY_TMPDIR"] = temp
     node = dict(num_cpus=1, object_store_memory=96 << 20, node_ip_address="127.0.0.1")
+    c = None
     try:
         c = Cluster(initialize_head=True, head_node_args=dict(node, include_dashboard=False))
-    except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
-        raise
-    try:
         c.add_node(**node)
         c.wait_for_nodes()
         ray.init(address=c.address, log_to_driver=False, _node_ip_address="127.0.0.1")
@@ -60,7 +57,8 @@ def cluster():
         yield c.address
     finally:
         ray.shutdown()
-        c.shutdown()
+        if c is not None:
+            c.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
         if before is None:
             os.environ.pop("RAY_TMPDIR", None)
