@@ -115,7 +115,9 @@ def test_long_pathological_pieces(pair, index):
 def test_ascii_pieces_around_the_quadratic_loops_limit(pair):
     """ASCII pieces of 9 to 30 bytes: up to 24 they take the quadratic merge loop, past it
     backtracking (models/piece_encoder.h, prefers_small). Rare words made of real ones, random
-    letters, identifiers, punctuation runs, each piece new to the caches and also met again."""
+    letters, identifiers, punctuation runs, each piece new to the caches and also met again; and
+    the words with one accented letter (two bytes: still the loop, is_mostly_ascii) or two (the
+    other scripts' path)."""
     ref, ours = pair
     rng = random.Random(24)
     words = corpus_text(CORPORA / "en_gutenberg_big.txt", 60_000).split()
@@ -124,8 +126,11 @@ def test_ascii_pieces_around_the_quadratic_loops_limit(pair):
     for n in range(9, 31):
         for _ in range(40):
             glued = "".join(rng.choice(words) for _ in range(4)).strip(".,;:!?\"'()")[:n]
+            cut = rng.randrange(len(glued) - 1) if len(glued) > 1 else 0
             pieces += [
                 glued,
+                glued[:cut] + rng.choice("éüñçà") + glued[cut + 1:],
+                glued[:cut] + "öß" + glued[cut + 2:],
                 "".join(rng.choice(alphabet) for _ in range(n)),
                 "".join(rng.choice("abcdefghijklmnopqrstuvwxyz_") for _ in range(n)),
                 "".join(rng.choice("=-*#~+/") for _ in range(n)),

@@ -372,7 +372,7 @@ int32_t encode_small_pairs(const piece::PieceTables& pt, const uint32_t* byte_pa
 
 void bpe_encode_multi(const BpeTables& t, const piece::PieceTables& pt, uint64_t memo_owner, const uint8_t* piece,
                       size_t n, std::vector<uint32_t>& out, const uint32_t* byte_pairs) {
-  if (byte_pairs != nullptr && n <= piece::kSmallPiece && piece::is_ascii(piece, n)) {
+  if (byte_pairs != nullptr && n <= piece::kSmallPiece && piece::is_mostly_ascii(piece, n)) {
     return append_or_reference(t, piece, n, out, [&](uint32_t len, uint32_t* dst) {
       return encode_small_pairs(pt, byte_pairs, piece, len, dst);
     });
