@@ -99,6 +99,11 @@ def tokenizers_float(text: str) -> float:
     int_part, _, frac_part = mantissa.partition(".")
     significand, exponent = 0, 0
     overflowed = False
+    digits = int_part + frac_part
+    if len(digits) <= 19 and digits.isdigit() and digits.isascii():
+        # Nineteen digits never overflow a u64: the loops below would take every digit.
+        significand, exponent = int(digits), -len(frac_part)
+        int_part = frac_part = ""
     for c in int_part:
         if overflowed or significand * 10 + int(c) > _U64_MAX:
             overflowed = True
@@ -488,16 +493,23 @@ def _plan_bpe(model: dict[str, Any], plan: NativePlan, byte_level: bool) -> dict
     merges = model.get("merges") or []
     if not isinstance(merges, list):
         raise ValueError("model.merges must be a list")
+    # One lookup per token (a quarter of a million merges and more in large vocabularies: the
+    # loop is a good part of a first load). Strings with one space are the common form.
+    get = vocab.get
+    out = plan.merges
     for i, m in enumerate(merges):
-        a, b = _merge_pair(m, i)
-        if a not in vocab or b not in vocab:
-            missing = a if a not in vocab else b
-            raise ValueError(f"model.merges[{i}]: token {missing!r} is not in the vocabulary")
-        rest = b[len(prefix):] if prefix and b.startswith(prefix) else b
-        merged = a + rest
-        if merged not in vocab:
+        if type(m) is str and m.count(" ") == 1:
+            a, b = m.split(" ")
+        else:
+            a, b = _merge_pair(m, i)
+        ia, ib = get(a), get(b)
+        if ia is None or ib is None:
+            raise ValueError(f"model.merges[{i}]: token {a if ia is None else b!r} is not in the vocabulary")
+        merged = a + (b[len(prefix):] if prefix and b.startswith(prefix) else b)
+        im = get(merged)
+        if im is None:
             raise ValueError(f"model.merges[{i}]: the merged token {merged!r} is not in the vocabulary")
-        plan.merges.append((vocab[a], vocab[b], vocab[merged]))
+        out.append((ia, ib, im))
 
     unk = model.get("unk_token")
     if unk is not None:
