@@ -94,7 +94,7 @@ def builds(tmp_path_factory) -> dict[str, tuple[Path, subprocess.Popen]]:
     return {
         "opt": (d / "bert_driver", _start_build(d / "bert_driver", ["-O2"])),
         "asan": (d / "bert_driver_asan",
-                 _start_build(d / "bert_driver_asan", ["-O1", "-g", "-fno-omit-frame-pointer", *SANITIZE])),
+                 _start_build(d / "bert_driver_asan", ["-O1", "-g1", "-fno-omit-frame-pointer", *SANITIZE])),
     }
 
 

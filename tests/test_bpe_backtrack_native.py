@@ -65,7 +65,7 @@ def test_backtrack_matches_heap_quick(tmp_path: Path) -> None:
 
 def test_backtrack_matches_heap_sanitized(tmp_path: Path) -> None:
     _shared()
-    flags = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+    flags = ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
     probe = subprocess.run(
         [_compiler(), *flags, "-x", "c++", "-", "-o", str(tmp_path / "probe")],
         input="int main() { return 0; }\n",

@@ -40,7 +40,7 @@ def test_double_array_native_sanitized(tmp_path: Path) -> None:
     cxx = cxx_compiler("the native trie test")
     exe = tmp_path / "test_double_array_asan"
     flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
-    built = compile_cxx(cxx, SOURCES, exe, ["-O1", "-g", "-fno-omit-frame-pointer", *flags])
+    built = compile_cxx(cxx, SOURCES, exe, ["-O1", "-g1", "-fno-omit-frame-pointer", *flags])
     if built.returncode != 0:
         probe = tmp_path / "probe.cc"
         probe.write_text("int main() { return 0; }\n")

@@ -97,7 +97,7 @@ def _builds(tmp_path_factory):
     builds = {
         "optimised": _start_build(tmp_path_factory.mktemp("models") / "model_driver", ["-O2"]),
         "sanitized": _start_build(tmp_path_factory.mktemp("models_asan") / "model_driver_asan",
-                                  ["-O1", "-g", "-fno-omit-frame-pointer", *SANITIZE]),
+                                  ["-O1", "-g1", "-fno-omit-frame-pointer", *SANITIZE]),
     }
     yield builds
     for proc, _, _ in builds.values():

@@ -158,7 +158,7 @@ def driver(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def driver_asan(tmp_path_factory) -> Path:
     return _build(tmp_path_factory.mktemp("normalize_asan") / "normalize_driver_asan",
-                  ["-O1", "-g", "-fno-omit-frame-pointer", *SANITIZE])
+                  ["-O1", "-g1", "-fno-omit-frame-pointer", *SANITIZE])
 
 
 PANIC_MARKER = 0xFFFFFFFF

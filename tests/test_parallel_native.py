@@ -33,7 +33,7 @@ def test_parallel_pool_native_thread_sanitizer(tmp_path: Path) -> None:
     cxx = cxx_compiler("the native pool test")
     exe = tmp_path / "test_parallel_tsan"
     flags = ["-fsanitize=thread"]
-    built = compile_cxx(cxx, SOURCES, exe, ["-pthread", "-O1", "-g", *flags])
+    built = compile_cxx(cxx, SOURCES, exe, ["-pthread", "-O1", "-g1", *flags])
     if built.returncode != 0:
         probe = tmp_path / "probe.cc"
         probe.write_text("int main() { return 0; }\n")

@@ -160,7 +160,7 @@ def test_engine_tags_name_one_engine_until_cleared(tmp_path):
     # the wrap-around after 65,535 tags (tests/native/test_engine_tags.cc), under the sanitizers.
     exe = tmp_path / "test_engine_tags"
     built = compile_cxx(cxx_compiler("the engine tag test"), [ROOT / "tests" / "native" / "test_engine_tags.cc"], exe,
-                        ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+                        ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
     assert built.returncode == 0, built.stderr
     run_native(exe, [])
 
@@ -185,7 +185,7 @@ def test_long_piece_cache_native(tmp_path):
     exe = tmp_path / "test_long_piece_cache"
     built = compile_cxx(cxx_compiler("the long piece cache test"),
                         [ROOT / "native" / "core" / "xxhash64.cc", ROOT / "tests" / "native" / "test_long_piece_cache.cc"],
-                        exe, ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+                        exe, ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
     assert built.returncode == 0, built.stderr
     run_native(exe, [])
 

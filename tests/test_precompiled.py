@@ -199,7 +199,7 @@ def _compiler() -> list[str]:
     return cxx_compiler("the Precompiled tests")
 
 
-FLAVOURS = {"O2": ["-O2"], "asan": ["-O1", "-g", "-fno-omit-frame-pointer", *SANITIZE]}
+FLAVOURS = {"O2": ["-O2"], "asan": ["-O1", "-g1", "-fno-omit-frame-pointer", *SANITIZE]}
 
 
 class _Builds:

@@ -119,7 +119,7 @@ def driver(tmp_path_factory) -> Path:
 def asan_driver(tmp_path_factory) -> Path:
     exe = tmp_path_factory.mktemp("regex_asan") / "regex_driver_asan"
     flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
-    built = _compile(exe, ["-O1", "-g", "-fno-omit-frame-pointer", *flags])
+    built = _compile(exe, ["-O1", "-g1", "-fno-omit-frame-pointer", *flags])
     if built.returncode != 0:
         probe = exe.parent / "probe.cc"
         probe.write_text("int main() { return 0; }\n")
