@@ -375,6 +375,36 @@ def test_bytes_without_a_token():
     check_texts(ours, ref, texts, "falcon control bytes")
 
 
+def test_native_merge_ids_equal_the_python_loop():
+    """conversion/hf_json.py resolves a BPE file's merges natively (hf_merge_ids) and leaves
+    anything unusual to its Python loop: the same ids on every shared BPE folder, list-form merges
+    and a continuing-subword prefix included; None (the loop decides, and names the error) for a
+    missing token, a malformed merge or a key that is not UTF-8."""
+    from crayon_hf._native import native
+    from crayon_hf.conversion.hf_json import _merge_ids
+
+    seen = 0
+    for path in sorted((VOCAB / "hf").glob("*/tokenizer.json")):
+        model = json.loads(path.read_text(encoding="utf-8"))["model"]
+        if model.get("type") != "BPE":
+            continue
+        vocab, merges, prefix = model["vocab"], model["merges"], model.get("continuing_subword_prefix") or ""
+        assert native.hf_merge_ids(vocab, merges, prefix) == _merge_ids(vocab, merges, prefix), path.parent.name
+        as_lists = [m.split(" ") if isinstance(m, str) else m for m in merges[:2000]]
+        assert native.hf_merge_ids(vocab, as_lists, prefix) == _merge_ids(vocab, as_lists, prefix)
+        seen += 1
+    assert seen >= 8
+    vocab = {"a": 0, "b": 1, "ab": 2, "##b": 3, "\udc80": 4}
+    assert native.hf_merge_ids(vocab, ["a ##b"], "##") is None  # a key that is not UTF-8
+    assert native.hf_merge_ids({k: v for k, v in vocab.items() if k != "\udc80"}, ["a ##b"], "##") == [(0, 3, 2)]
+    assert _merge_ids(vocab, ["a ##b"], "##") == [(0, 3, 2)]
+    small = {"a": 0, "b": 1, "ab": 2}
+    for bad in (["a c"], ["a b b"], ["ab"], [["a"]], [3], ["b a"]):
+        assert native.hf_merge_ids(small, bad, "") is None
+        with pytest.raises(ValueError, match=r"model\.merges\[0\]"):
+            _merge_ids(small, bad, "")
+
+
 def test_floats_are_read_as_tokenizers_reads_them():
     """Unigram scores decide Viterbi ties to the last bit, and tokenizers' JSON reader is not
     correctly rounded: tokenizers_float must give back exactly the values tokenizers holds (its

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -986,6 +987,90 @@ void bind_hf(py::module_& m) {
   "merged)], scores, n_ids, unk_id, fuse_unk, ignore_merges, byte_fallback, prefix, suffix, "
   "max_input_chars_per_word; optionally added_raw / added_normalized (rows as HfEngine takes them: compiled "
   "into HADR / HADN) and sections {id: bytes} written as given.");
+
+  m.def("hf_merge_ids", [](const py::dict& vocab, const py::list& merges, const py::str& prefix) -> py::object {
+    // The Python loop in conversion/hf_json.py (_plan_bpe) does the same with three dict
+    // lookups per merge, each a cache miss in a large dict: about 2 s of a 256k vocabulary's
+    // first load. Anything unusual (a key that is not UTF-8, a merge of another shape, a token
+    // missing) returns None, and that loop runs instead and names the problem.
+    auto utf8_of = [](PyObject* o, std::string_view* out) {
+      if (!PyUnicode_CheckExact(o)) return false;
+      Py_ssize_t n = 0;
+      const char* p = PyUnicode_AsUTF8AndSize(o, &n);  // kept by the str object
+      if (p == nullptr) {
+        PyErr_Clear();  // lone surrogates
+        return false;
+      }
+      *out = std::string_view(p, static_cast<size_t>(n));
+      return true;
+    };
+    // Open addressing over the keys' UTF-8 (kept by the str objects), load factor at most 1/2.
+    struct Slot {
+      uint64_t hash;
+      const char* data;  // null: empty
+      uint32_t size;
+      uint32_t id;
+    };
+    size_t capacity = 16;
+    while (capacity < 2 * py::len(vocab)) capacity <<= 1;
+    std::vector<Slot> slots(capacity, Slot{0, nullptr, 0, 0});
+    const size_t mask = capacity - 1;
+    auto slot_of = [&](std::string_view key, uint64_t h) -> Slot& {
+      for (size_t i = h & mask;; i = (i + 1) & mask) {
+        Slot& s = slots[i];
+        if (s.data == nullptr || (s.hash == h && s.size == key.size() && std::memcmp(s.data, key.data(), key.size()) == 0)) {
+          return s;
+        }
+      }
+    };
+    for (auto item : vocab) {
+      std::string_view key;
+      if (!utf8_of(item.first.ptr(), &key) || key.size() > 0xFFFFFFFFu || !PyLong_CheckExact(item.second.ptr())) {
+        return py::none();
+      }
+      const unsigned long long id = PyLong_AsUnsignedLongLong(item.second.ptr());
+      if (PyErr_Occurred() || id > 0xFFFFFFFFull) {
+        PyErr_Clear();
+        return py::none();
+      }
+      const uint64_t h = xxhash64(key.data(), key.size(), 0);
+      Slot& s = slot_of(key, h);
+      s = Slot{h, key.data() == nullptr ? "" : key.data(), static_cast<uint32_t>(key.size()), static_cast<uint32_t>(id)};
+    }
+    std::string_view pre;
+    if (!utf8_of(prefix.ptr(), &pre)) return py::none();
+    auto find = [&](std::string_view token, uint32_t* id) {
+      const Slot& s = slot_of(token, xxhash64(token.data(), token.size(), 0));
+      if (s.data == nullptr) return false;
+      *id = s.id;
+      return true;
+    };
+    py::list out(merges.size());
+    std::string merged;
+    for (size_t i = 0; i < merges.size(); ++i) {
+      PyObject* m = PyList_GET_ITEM(merges.ptr(), static_cast<Py_ssize_t>(i));
+      std::string_view a, b, whole;
+      if (utf8_of(m, &whole)) {
+        const size_t space = whole.find(' ');
+        if (space == std::string_view::npos || whole.find(' ', space + 1) != std::string_view::npos) return py::none();
+        a = whole.substr(0, space);
+        b = whole.substr(space + 1);
+      } else if (PyList_CheckExact(m) && PyList_GET_SIZE(m) == 2) {
+        if (!utf8_of(PyList_GET_ITEM(m, 0), &a) || !utf8_of(PyList_GET_ITEM(m, 1), &b)) return py::none();
+      } else {
+        return py::none();
+      }
+      uint32_t ia, ib, im;
+      if (!find(a, &ia) || !find(b, &ib)) return py::none();
+      merged.assign(a);
+      merged.append(!pre.empty() && b.substr(0, pre.size()) == pre ? b.substr(pre.size()) : b);
+      if (!find(merged, &im)) return py::none();
+      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), py::make_tuple(ia, ib, im).release().ptr());
+    }
+    return std::move(out);
+  }, py::arg("vocab"), py::arg("merges"), py::arg("prefix"),
+  "A BPE tokenizer.json's merges as [(left id, right id, merged id)], or None where conversion/"
+  "hf_json.py's own loop must decide (it gives the same list, or the error).");
 
   m.def("precompiled_section", [](const py::bytes& charsmap) {
     try {

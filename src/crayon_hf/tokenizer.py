@@ -295,7 +295,7 @@ class Tokenizer:
             store(refusal, json.dumps([path, reason]).encode("utf-8"))
             return None, path, reason
         with compile_progress(f"compiling {source}"):
-            image = build_hf_cartridge(buffer, plan, {"source_sha256": digest})
+            image = build_hf_cartridge(buffer, plan, {"source_sha256": digest}, data)
         if store(target, image):
             return cls.from_cartridge(target), "", ""
         return cls._from_image(image, f"<in-memory {source}>"), "", ""
