@@ -69,11 +69,18 @@ class Unsupported(Exception):
 _CHAR_TO_BYTE = {c: b for b, c in bytes_to_unicode().items()}
 
 
+# The same as a str.translate table: each alphabet character to the Latin-1 character of its byte,
+# every other character below 256 to one that Latin-1 cannot encode (those above 256 fail as they
+# are), so that translate + encode("latin-1") is _to_bytes in two C calls.
+_TO_LATIN1 = {cp: "\uffff" for cp in range(256)}
+_TO_LATIN1.update({ord(c): chr(b) for c, b in _CHAR_TO_BYTE.items()})
+
+
 def _to_bytes(token: str) -> bytes | None:
     """A byte-level token's bytes, or None when a character is outside the alphabet."""
     try:
-        return bytes(_CHAR_TO_BYTE[c] for c in token)
-    except KeyError:
+        return token.translate(_TO_LATIN1).encode("latin-1")
+    except UnicodeEncodeError:
         return None
 
 
@@ -474,7 +481,7 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         by_id: list[str | None] = list(plan.vocab_strings)
         for tok in plan.added_tokens:
             by_id[int(tok["id"])] = added_token_string(tok, plan.normalizers)
-        plan.decode_bytes = [None if t is None else (_to_bytes(t) if _to_bytes(t) is not None else _utf8(t))
+        plan.decode_bytes = [None if t is None else (b if (b := _to_bytes(t)) is not None else _utf8(t))
                              for t in by_id]
     if plan.kind == "unigram" and plan.scores is not None:
         # Added tokens past the model's vocabulary have no score; +inf keeps them out of the

@@ -405,6 +405,25 @@ def test_native_merge_ids_equal_the_python_loop():
             _merge_ids(small, bad, "")
 
 
+def test_byte_level_tokens_to_bytes():
+    """_to_bytes (str.translate to Latin-1) is GPT-2's character -> byte map applied per character,
+    None where a character is outside the alphabet: on every shared token and every code point."""
+    from crayon_hf._hf.decoders import bytes_to_unicode
+    from crayon_hf.conversion.hf_json import _to_bytes
+
+    char_to_byte = {c: b for b, c in bytes_to_unicode().items()}
+
+    def by_definition(token: str) -> bytes | None:
+        return bytes(char_to_byte[c] for c in token) if all(c in char_to_byte for c in token) else None
+
+    tokens = ["", "\ud800", "a\udc80b"] + [chr(c) for c in range(0x3000)]
+    for path in sorted((VOCAB / "hf").glob("*/tokenizer.json")):
+        vocab = json.loads(path.read_text(encoding="utf-8"))["model"].get("vocab")
+        tokens += list(vocab) if isinstance(vocab, dict) else [t for t, _ in vocab]
+    assert [_to_bytes(t) for t in tokens] == [by_definition(t) for t in tokens]
+    assert _to_bytes("Ġhello") == b" hello" and _to_bytes(" x") is None
+
+
 def test_floats_are_read_as_tokenizers_reads_them():
     """Unigram scores decide Viterbi ties to the last bit, and tokenizers' JSON reader is not
     correctly rounded: tokenizers_float must give back exactly the values tokenizers holds (its
