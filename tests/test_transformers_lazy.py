@@ -16,8 +16,7 @@ import pytest
 import test_transformers_parity as parity
 from support import BYTE_LEVEL_FOLDERS, VOCAB, require_module, require_shared
 from test_transformers_parity import (  # noqa: F401  (collected here again, in LAZY mode)
-    folder,
-    matrix_pair,
+    MATRIX_FOLDERS,
     pair,
     test_added_tokens,
     test_apply_chat_template,
@@ -53,16 +52,36 @@ def _lazy_mode():
     parity._LOADED.clear()
 
 
-def _saved(folder: str) -> str:
-    path = str(require_shared(VOCAB / "hf" / folder / "tokenizer.json").parent)
-    return parity._saved_folder(folder, path)
-
-
 # Folders whose state round-trips. The others load the stock way (checked below): CLIP wraps its
 # backend's decode; the Unigram folders' scores do not survive tokenizers' JSON parsing; Mistral's
 # class changes the backend when it loads a saved folder, so the saved cartridge is not the state
 # the stock load gives (and is recompiled on load, as before).
 RESTORED = [f for f in BYTE_LEVEL_FOLDERS if f != "clip"] + ["bert_base_uncased", "gemma"]
+# The parity matrix runs again here on a sample of the restored folders, one of each kind of
+# state (GPT-2's class, Llama 3's and Qwen2's templates and post-processors, Whisper's timestamps,
+# WordPiece, SentencePiece-style BPE); the other restored folders under -m full. The folders that
+# load the stock way would only repeat test_transformers_parity.py (that they do load the stock
+# way is checked below). test_restored_without_backend covers every restored folder's state.
+LAZY_SAMPLE = ["gpt2", "llama3_1", "qwen2_5", "whisper_large_v3", "bert_base_uncased", "gemma"]
+
+
+def _sampled(folders: list[str]) -> list:
+    return [f if f in LAZY_SAMPLE else pytest.param(f, marks=pytest.mark.full) for f in folders if f in RESTORED]
+
+
+@pytest.fixture(params=_sampled(RESTORED))
+def folder(request):
+    return request.param
+
+
+@pytest.fixture(params=_sampled(MATRIX_FOLDERS))
+def matrix_pair(request):
+    return parity.load_pair(request.param)
+
+
+def _saved(folder: str) -> str:
+    path = str(require_shared(VOCAB / "hf" / folder / "tokenizer.json").parent)
+    return parity._saved_folder(folder, path)
 
 
 @pytest.mark.parametrize("name", RESTORED)
