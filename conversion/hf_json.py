@@ -184,6 +184,7 @@ class NativePlan:
     merges: list[tuple[int, int, int]] = field(default_factory=list)
     scores: list[float] | None = None  # Unigram
     vocab_strings: list[str | None] = field(default_factory=list)
+    vocab_bytes: list[bytes | None] = field(default_factory=list)  # byte-level: each vocab_strings' bytes
     n_ids: int = 0
     unk_id: int = -1
     fuse_unk: bool = False
@@ -388,13 +389,14 @@ def _utf8(token: str) -> bytes:
     return token.encode("utf-8", "surrogatepass")
 
 
-def _plan_text_vocab(vocab: dict[str, int], plan: NativePlan) -> None:
-    """Token strings by id and the trie's keys (UTF-8) for a model over characters."""
+def _plan_text_vocab(vocab: dict[str, int], plan: NativePlan, keys: bool = True) -> None:
+    """Token strings by id and (`keys`) the trie's keys (UTF-8) for a model over characters."""
     strings: list[str | None] = [None] * (max(vocab.values(), default=-1) + 1)
     for tok, i in vocab.items():
         strings[i] = tok
     plan.vocab_strings = strings
-    plan.byte_tokens = [(_utf8(tok), i) for tok, i in vocab.items() if tok]
+    if keys:
+        plan.byte_tokens = [(_utf8(tok), i) for tok, i in vocab.items() if tok]
 
 
 def plan_native(data: dict[str, Any]) -> NativePlan:
@@ -481,8 +483,13 @@ def plan_native(data: dict[str, Any]) -> NativePlan:
         by_id: list[str | None] = list(plan.vocab_strings)
         for tok in plan.added_tokens:
             by_id[int(tok["id"])] = added_token_string(tok, plan.normalizers)
-        plan.decode_bytes = [None if t is None else (b if (b := _to_bytes(t)) is not None else _utf8(t))
-                             for t in by_id]
+        known, strings = plan.vocab_bytes, plan.vocab_strings
+        plan.decode_bytes = [
+            None if t is None
+            else known[i] if i < len(known) and t is strings[i] and known[i] is not None
+            else b if (b := _to_bytes(t)) is not None else _utf8(t)
+            for i, t in enumerate(by_id)
+        ]
     if plan.kind == "unigram" and plan.scores is not None:
         # Added tokens past the model's vocabulary have no score; +inf keeps them out of the
         # minimum the unk score derives from (they are never in the trie).
@@ -500,13 +507,17 @@ def _plan_bpe(model: dict[str, Any], plan: NativePlan, byte_level: bool) -> dict
     plan.byte_fallback = bool(model.get("byte_fallback", False))
     prefix = model.get("continuing_subword_prefix") or ""
     suffix = model.get("end_of_word_suffix") or ""
-    _plan_text_vocab(vocab, plan)
+    _plan_text_vocab(vocab, plan, keys=not byte_level)
     if byte_level:
         if plan.byte_fallback:
             raise Unsupported("model.byte_fallback", "byte_fallback with a ByteLevel pre-tokenizer is not implemented natively")
+        # Each token's bytes, once: the trie's keys here, the decoder's table in plan_native.
+        strings = plan.vocab_strings
+        plan.vocab_bytes = [None if t is None else _to_bytes(t) for t in strings]
         plan.byte_tokens = []
         for tok, i in vocab.items():
-            b = _to_bytes(tok)
+            # (strings[i] is tok unless two tokens share an id; the first then needs its own bytes)
+            b = plan.vocab_bytes[i] if strings[i] is tok else _to_bytes(tok)
             if b:
                 plan.byte_tokens.append((b, i))
         pb, sb = _to_bytes(prefix), _to_bytes(suffix)
