@@ -172,3 +172,130 @@ def test_not_restorable_folders_load_the_stock_way(name):
     assert not os.path.exists(os.path.join(saved, "crayon_state.json"))
     ours = CrayonTokenizer.from_pretrained(saved)
     assert "_tokenizer" in ours.__dict__
+
+
+# ---------------------------------------------------------------------------- plain folders
+# A folder crayon-hf did not save: the first CrayonTokenizer load goes the stock way and leaves
+# its state in the cache (keyed by the folder's files); later loads restore it the same way.
+
+PLAIN_TEXTS = ["Hello world! 123 don't", "中文 <s> </s> 😀 é\u0301", "  leading and trailing  ", ""]
+
+
+def _plain_load(folder, **kwargs):
+    from crayon_hf.transformers import CrayonTokenizer
+
+    CrayonTokenizer.from_pretrained(folder, **kwargs)  # the first load of the session remembers
+    return CrayonTokenizer.from_pretrained(folder, **kwargs)
+
+
+def _assert_same_tokenizer(ours, ref) -> None:
+    for t in (ref, ours):
+        parity.give_pad_token(t)
+    assert isinstance(ours, type(ref))
+    assert type(ours).__name__ == f"Crayon{type(ref).__name__}" or type(ref).__name__ == "TokenizersBackend"
+    for k, v in ref.__dict__.items():
+        if k != "_tokenizer":
+            assert getattr(ours, k) == v, k
+    assert ours(PLAIN_TEXTS)["input_ids"] == ref(PLAIN_TEXTS)["input_ids"]
+    pair = (PLAIN_TEXTS[:2], PLAIN_TEXTS[1:3])
+    options = dict(padding="max_length", truncation=True, max_length=9, return_offsets_mapping=True)
+    assert ours(*pair, **options).data == ref(*pair, **options).data
+    ids = ref(PLAIN_TEXTS[1])["input_ids"]
+    assert ours.decode(ids) == ref.decode(ids) and ours.convert_ids_to_tokens(ids) == ref.convert_ids_to_tokens(ids)
+    assert ours.get_vocab() == ref.get_vocab() and len(ours) == len(ref)
+    assert ours.backend_tokenizer.to_str() == ref.backend_tokenizer.to_str()
+
+
+@pytest.mark.parametrize("name", ["gpt2", "qwen2_5", "llama3_1", "whisper_large_v3", "bert_base_uncased", "gemma"])
+def test_plain_folder_restored_from_the_cache(name):
+    transformers = require_module("transformers")
+
+    folder = str(require_shared(VOCAB / "hf" / name / "tokenizer.json").parent)
+    ours = _plain_load(folder)
+    assert "_crayon_lazy" in ours.__dict__ and "_tokenizer" not in ours.__dict__
+    assert ours.name_or_path == folder
+    ref = transformers.AutoTokenizer._crayon_original_from_pretrained.__func__(transformers.AutoTokenizer, folder)
+    _assert_same_tokenizer(ours, ref)
+
+
+@pytest.mark.parametrize("name", ["clip", "t5_small"])
+def test_plain_folder_not_restorable_loads_the_stock_way_every_time(name):
+    folder = str(require_shared(VOCAB / "hf" / name / "tokenizer.json").parent)
+    ours = _plain_load(folder)
+    assert "_crayon_lazy" not in ours.__dict__ and "_tokenizer" in ours.__dict__
+
+
+def test_plain_folder_edited_moved_or_with_options(tmp_path):
+    """The state is keyed by every file's content: an edit loads the stock way, with the edit in
+    effect, and is remembered in turn; a copy elsewhere restores with its own path; loading
+    options other than neutral ones always take the stock way."""
+    transformers = require_module("transformers")
+
+    folder = tmp_path / "copy"
+    shutil.copytree(require_shared(VOCAB / "hf" / "gpt2"), folder)
+    ours = _plain_load(str(folder))
+    assert "_crayon_lazy" in ours.__dict__ and ours.name_or_path == str(folder)
+    config = folder / "tokenizer_config.json"
+    config.write_text(config.read_text(encoding="utf-8").replace('"model_max_length": 1024', '"model_max_length": 77'),
+                      encoding="utf-8")
+    from crayon_hf.transformers import CrayonTokenizer
+
+    edited = CrayonTokenizer.from_pretrained(str(folder))
+    assert "_crayon_lazy" not in edited.__dict__ and edited.model_max_length == 77
+    again = CrayonTokenizer.from_pretrained(str(folder))
+    assert "_crayon_lazy" in again.__dict__ and again.model_max_length == 77
+    moved = tmp_path / "moved"
+    folder.rename(moved)
+    restored = CrayonTokenizer.from_pretrained(str(moved))
+    assert "_crayon_lazy" in restored.__dict__ and restored.name_or_path == str(moved)
+    ref = transformers.AutoTokenizer._crayon_original_from_pretrained.__func__(transformers.AutoTokenizer, str(moved))
+    _assert_same_tokenizer(restored, ref)
+    left = CrayonTokenizer.from_pretrained(str(moved), padding_side="left")
+    assert "_crayon_lazy" not in left.__dict__ and left.padding_side == "left"
+
+
+def test_plain_folder_stale_record_and_unwritable_cache(tmp_path, monkeypatch):
+    """A record whose cartridge left the cache loads the stock way and is taken again; a cache
+    that cannot be written loses nothing but the restore."""
+    from crayon_hf import _cache
+    from crayon_hf.transformers import CrayonTokenizer
+
+    folder = str(require_shared(VOCAB / "hf" / "gpt2" / "tokenizer.json").parent)
+    monkeypatch.setenv("CRAYON_HF_CACHE", str(tmp_path / "cache"))
+    CrayonTokenizer.from_pretrained(folder)
+    cartridges = [p for p in (tmp_path / "cache").iterdir() if p.suffix == ".dat"]
+    states = [p for p in (tmp_path / "cache").iterdir() if p.suffix == ".state"]
+    assert len(cartridges) == 1 and len(states) == 1
+    cartridges[0].unlink()
+    stale = CrayonTokenizer.from_pretrained(folder)
+    assert "_crayon_lazy" not in stale.__dict__ and stale("Hello")["input_ids"] == [15496]
+    assert "_crayon_lazy" in CrayonTokenizer.from_pretrained(folder).__dict__
+    assert {e.kind for e in _cache.entries(tmp_path / "cache")} >= {"cartridge", "transformers state"}
+
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_bytes(b"")
+    monkeypatch.setenv("CRAYON_HF_CACHE", str(blocker / "cache"))
+    _cache._warned.clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="cannot write to the cache directory"):
+            ours = CrayonTokenizer.from_pretrained(folder)
+            again = CrayonTokenizer.from_pretrained(folder)
+    finally:
+        _cache._warned.clear()
+    for tok in (ours, again):
+        assert "_crayon_lazy" not in tok.__dict__ and tok("Hello")["input_ids"] == [15496]
+
+
+def test_patched_auto_tokenizer_restores_plain_folders():
+    transformers = require_module("transformers")
+    import crayon_hf
+    from crayon_hf.transformers import CrayonTokenizer
+
+    folder = str(require_shared(VOCAB / "hf" / "qwen2_5" / "tokenizer.json").parent)
+    crayon_hf.patch_transformers()
+    try:
+        transformers.AutoTokenizer.from_pretrained(folder)
+        tok = transformers.AutoTokenizer.from_pretrained(folder)
+    finally:
+        crayon_hf.unpatch_transformers()
+    assert isinstance(tok, CrayonTokenizer) and "_crayon_lazy" in tok.__dict__

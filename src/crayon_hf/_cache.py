@@ -151,7 +151,7 @@ class Entry:
     """One file of the cache, as `crayon cache list` shows it."""
 
     path: Path
-    kind: str  # "cartridge", "tokenizer.json", "unsupported", "temporary", "other"
+    kind: str  # "cartridge", "tokenizer.json", "transformers state", "unsupported", "temporary", "other"
     size: int
     mtime: float
     what: str  # what it holds, in words
@@ -201,6 +201,8 @@ def _describe(name: str, path: str) -> tuple[str, str]:
         if meta.get("engine") == "hf":
             return "cartridge", f"tokenizer.json, {meta.get('model', '?')} model of {meta.get('model_vocab_size', '?')} tokens"
         return "cartridge", f"tiktoken encoding {meta.get('name') or '?'}"
+    if name.endswith(".state"):
+        return "transformers state", "a folder's loaded transformers tokenizer, for CrayonTokenizer.from_pretrained"
     if name.endswith(".unsupported"):
         return "unsupported", "why a tokenizer.json runs on the tokenizers library"
     if name.endswith(".json"):

@@ -167,20 +167,33 @@ def write_state(directory: Any, original: type, digest: str) -> bool:
         target.unlink()  # a stale state must never outlive the files it describes
     except FileNotFoundError:
         pass
-    stock = original.from_pretrained(folder)
+    record = capture(original.from_pretrained(folder), folder, digest)
+    if record is None:
+        return False
+    record["class"] = original.__name__
+    record["files"] = _folder_files(folder)
+    target.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    return True
+
+
+def capture(stock: Any, folder: str, digest: str | None = None) -> dict[str, Any] | None:
+    """The state record of `stock`, a tokenizer just loaded the stock way from `folder` (before
+    anything changed it), or None when it would not round-trip exactly. `digest`: the sha256 its
+    backend's tokenizer.json must have (the cartridge's source); None takes the backend's."""
     backend = stock.__dict__.get("_tokenizer")
     if backend is None or getattr(backend, "__dict__", None):
-        return False  # no backend, or one with wrappers set on the instance (CLIP's decode)
+        return None  # no backend, or one with wrappers set on the instance (CLIP's decode)
     text = backend.to_str()
-    if hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
-        return False  # the stock load would not map this cartridge
+    source = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if digest is not None and source != digest:
+        return None  # the stock load would not map this cartridge
     from tokenizers import Tokenizer as Backend
 
     if Backend.from_str(text).to_str() != text:
         # The lazy backend is built from this text; tokenizers' JSON float parsing is not always
         # correctly rounded (Unigram scores come back an ulp off), so such folders load the stock way.
-        return False
-    state = {k: v for k, v in stock.__dict__.items() if k != "_tokenizer"}
+        return None
+    state = {k: v for k, v in stock.__dict__.items() if k != "_tokenizer" and not k.startswith("_crayon")}
     lazy: dict[str, str] = {}
     if any(name in state for name in LAZY_NAMES):
         tokenizer_json = json.loads(text)
@@ -188,7 +201,7 @@ def write_state(directory: Any, original: type, digest: str) -> bool:
             if name in state:
                 recipe = _recipe_for(state[name], tokenizer_json)
                 if recipe is None:
-                    return False
+                    return None
                 lazy[name] = recipe
                 del state[name]
     # The folder's path (name_or_path, ...) is stored as a placeholder, so the file does not depend
@@ -197,22 +210,25 @@ def write_state(directory: Any, original: type, digest: str) -> bool:
     try:
         encoded = _encode(state)
         if _encode(_decode(encoded)) != encoded:
-            return False
+            return None
     except _NotRestorable:
-        return False
+        return None
     if folder in json.dumps(encoded, ensure_ascii=False):
-        return False  # the path inside a longer string: not something a placeholder can restore
-    record = {
+        return None  # the path inside a longer string: not something a placeholder can restore
+    return {
         "format": STATE_FORMAT,
         **_versions(),
-        "class": original.__name__,
-        "source_sha256": digest,
-        "files": _folder_files(folder),
+        "class": type(stock).__name__,
+        "source_sha256": source,
         "state": encoded,
         "lazy": lazy,
     }
-    target.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
-    return True
+
+
+def restore(record: dict[str, Any], folder: str) -> tuple[dict[str, Any], dict[str, str], str]:
+    """(state, recipes, source_sha256) of a record `capture` made, for a load of `folder`."""
+    state = _replace_str(_decode(record["state"]), FOLDER_PLACEHOLDER, str(folder))
+    return state, dict(record.get("lazy") or {}), str(record.get("source_sha256"))
 
 
 def read_state(folder: str, original: type, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], str] | None:
@@ -238,15 +254,19 @@ def read_state(folder: str, original: type, kwargs: dict[str, Any]) -> tuple[dic
         files = {k: v for k, v in files.items() if k != "tokenizer.json"}
     if current != files:
         return None
-    state = _replace_str(_decode(record["state"]), FOLDER_PLACEHOLDER, str(folder))
-    return state, dict(record.get("lazy") or {}), str(record.get("source_sha256"))
+    return restore(record, folder)
 
 
 def _replace_str(value: Any, old: str, new: str) -> Any:
     """`value` with every string equal to `old` replaced by `new` (the folder's path and its
-    placeholder), containers rebuilt with their exact types."""
+    placeholder), and `old`'s prefix of every path under it (`vocab_file` and the like),
+    containers rebuilt with their exact types."""
     if type(value) is str:
-        return new if value == old else value
+        if value == old:
+            return new
+        if value.startswith(old) and value[len(old):len(old) + 1] in ("/", os.sep):
+            return new + value[len(old):]
+        return value
     if type(value) is list:
         return [_replace_str(v, old, new) for v in value]
     if type(value) is tuple:
@@ -254,3 +274,83 @@ def _replace_str(value: Any, old: str, new: str) -> Any:
     if type(value) is dict:
         return {k: _replace_str(v, old, new) for k, v in value.items()}
     return value  # other types are left alone (and _encode refuses what it does not know)
+
+
+# ---------------------------------------------------------------------------- plain folders
+#
+# A folder not saved by crayon-hf has no crayon_state.json; its first CrayonTokenizer load goes
+# the stock way, and the state it gave is remembered in the cache, keyed by the folder's files,
+# the versions and the class asked for. Later loads restore it, as for a saved folder.
+
+STATE_SUFFIX = ".state"
+# Files that never change a tokenizer's load, keyed by size and modification time instead of
+# their content, so that a model folder's weights are not read on every load; so are files past
+# _HASHED_UP_TO and files in subfolders (two levels down at most: chat templates live there, and
+# a training run's checkpoint folders should not cost a load much).
+_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx", ".gguf", ".npz")
+_HASHED_UP_TO = 256 << 20
+
+
+def folder_key(folder: str, requested: str) -> str:
+    """What the stock load of `folder` depends on, hashed: its files (hidden ones aside; see
+    _WEIGHTS), the versions, the class asked for."""
+    parts: list[list[Any]] = []
+    top = os.path.abspath(folder)
+    for root, dirs, files in os.walk(top):
+        depth = 0 if root == top else os.path.relpath(root, top).count(os.sep) + 1
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < 2 else []
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, top)
+            st = os.stat(path)
+            if depth or name.endswith(_WEIGHTS) or st.st_size > _HASHED_UP_TO:
+                parts.append([rel, st.st_size, st.st_mtime_ns])
+            else:
+                parts.append([rel, _sha256(path)])
+    text = json.dumps([STATE_FORMAT, _versions(), requested, parts], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class FolderMemo:
+    """The cached state of one plain folder's stock load: `record` is the state (a dict), False
+    when the folder's state does not round-trip (so it is not captured again), None when not
+    cached yet."""
+
+    def __init__(self, folder: str, path: Path, record: dict[str, Any] | bool | None) -> None:
+        self.folder, self.path, self.record = folder, path, record
+
+    @classmethod
+    def of(cls, folder: Any, requested: type | None, kwargs: dict[str, Any]) -> FolderMemo | None:
+        """The memo for a load of local `folder` with these options; None where none applies
+        (a hub id, a subfolder or other loading options, a folder that cannot be read)."""
+        from crayon_hf import _cache
+
+        if not isinstance(folder, (str, os.PathLike)) or set(kwargs) - NEUTRAL_KWARGS or not os.path.isdir(folder):
+            return None
+        folder = str(folder)
+        try:
+            key = folder_key(folder, requested.__name__ if requested is not None else "AutoTokenizer")
+        except OSError:
+            return None
+        # Found by key under any label: a folder moved or renamed has the same state.
+        label = _cache.label(os.path.basename(os.path.abspath(folder)))
+        path = _cache.find(_cache.cache_dir(), f"transformers-{label}-{key}{STATE_SUFFIX}", f"{key}{STATE_SUFFIX}")
+        record: dict[str, Any] | bool | None = None
+        try:
+            with open(path, encoding="utf-8") as f:
+                loaded = json.load(f)
+            if isinstance(loaded, dict) and loaded.get("format") == STATE_FORMAT:
+                record = loaded if loaded.get("state") is not None else False
+        except (OSError, ValueError):
+            pass
+        return cls(folder, path, record)
+
+    def remember(self, record: dict[str, Any] | None) -> None:
+        """Caches `record` (None: the folder's state does not round-trip)."""
+        from crayon_hf import _cache
+
+        if record is None:
+            record = {"format": STATE_FORMAT, "state": None}
+        _cache.store(self.path, json.dumps(record, ensure_ascii=False).encode("utf-8"))

@@ -127,9 +127,12 @@ class CrayonTokenizer(TokenizersBackend):
 
             auto = getattr(AutoTokenizer, "_crayon_original_from_pretrained", None)
             load = auto.__func__.__get__(AutoTokenizer) if auto is not None else AutoTokenizer.from_pretrained
-            stock = load(pretrained_model_name_or_path, *inputs, **kwargs)
         else:
-            stock = original.from_pretrained(pretrained_model_name_or_path, *inputs, **kwargs)
+            load = original.from_pretrained
+        if entry is None and not inputs:
+            return _load_plain(pretrained_model_name_or_path, original, kwargs, lambda: load(
+                pretrained_model_name_or_path, **kwargs), explicit=True)
+        stock = load(pretrained_model_name_or_path, *inputs, **kwargs)
         return _accelerate(stock, pretrained_model_name_or_path, entry, kwargs, explicit=True)
 
     # The stock backend. An instance restored from crayon_state.json (see _pretrained_state) has
@@ -693,7 +696,6 @@ def _restore(path: Any, original: type, entry: dict[str, Any], kwargs: dict[str,
     """The tokenizer of a folder saved by crayon-hf, restored from its crayon_state.json without
     building the stock backend; None when the state file is missing or does not match exactly."""
     from crayon_hf._pretrained_state import read_state
-    from crayon_hf.tokenizer import Tokenizer
 
     if not isinstance(path, (str, os.PathLike)) or not os.path.isdir(path):
         return None
@@ -703,10 +705,18 @@ def _restore(path: Any, original: type, entry: dict[str, Any], kwargs: dict[str,
     found = read_state(str(path), original, kwargs)
     if found is None:
         return None
-    state, lazy, digest = found
+    return _restored(original, cartridge, *found)
+
+
+def _restored(original: type, cartridge: str, state: dict[str, Any], lazy: dict[str, str], digest: str) -> Any:
+    """An instance of `original`'s CrayonTokenizer class with a stock load's `state`, the
+    cartridge mapped and the backend built on first read; None when the cartridge is not the
+    one the state was taken with."""
+    from crayon_hf.tokenizer import Tokenizer
+
     try:
         engine = Tokenizer.from_cartridge(cartridge)
-    except ValueError:
+    except (ValueError, OSError):
         return None
     if engine._ref is not None or engine._meta.get("source_sha256") != digest:
         return None
@@ -722,6 +732,44 @@ def _restore(path: Any, original: type, entry: dict[str, Any], kwargs: dict[str,
     tok._crayon_digest = digest
     tok._crayon_size = None  # set when the backend is built (_engine compares only then)
     tok._crayon_bpe = engine._meta.get("model", "bpe_bytes") in ("bpe_bytes", "bpe_chars")
+    return tok
+
+
+def _load_plain(path: Any, requested: type | None, kwargs: dict[str, Any], load: Any, explicit: bool) -> Any:
+    """The load of a folder not saved by crayon-hf (or a hub id): the stock way the first time,
+    restored from the cache after that (local folders; see _pretrained_state.FolderMemo)."""
+    from crayon_hf._pretrained_state import FolderMemo, capture, restore
+
+    memo = FolderMemo.of(path, requested, kwargs)
+    if memo is not None and isinstance(memo.record, dict):
+        record = memo.record
+        original = TokenizersBackend if record.get("class") == "TokenizersBackend" else _class_named(str(record.get("class")))
+        cartridge = record.get("cartridge")
+        if original is not None and original.__name__ == record.get("class") and isinstance(cartridge, str):
+            tok = _restored(original, cartridge, *restore(record, memo.folder))
+            if tok is not None:
+                return tok
+        memo.record = None  # stale (a cartridge trimmed from the cache, ...): taken again below
+    stock = load()
+    record = None
+    named = type(stock).__name__
+    if (memo is not None and memo.record is None and isinstance(stock, TokenizersBackend)
+            and (TokenizersBackend if named == "TokenizersBackend" else _class_named(named)) is type(stock)):
+        # (a class loaded from the folder's own code cannot be found by name: not remembered)
+        try:
+            record = capture(stock, memo.folder)
+        except Exception:  # noqa: BLE001 -- remembering is an optimization; the load stands
+            record = None
+    tok = _accelerate(stock, path, None, kwargs, explicit)
+    if memo is not None and memo.record is None:
+        engine = getattr(tok, "_crayon", None)
+        cartridge = getattr(engine, "_cartridge_path", None)
+        if record is not None and (cartridge is None or tok._crayon_digest != record["source_sha256"]):
+            record = None
+        if record is not None:
+            record["cartridge"] = str(cartridge)
+        if record is not None or cartridge is not None or engine is None:
+            memo.remember(record)
     return tok
 
 
@@ -748,6 +796,8 @@ def _auto_from_pretrained(original: Any, cls: type, path: Any, entry: dict[str, 
     `patch_transformers()`."""
     if entry is not None:
         return CrayonTokenizer.from_pretrained(path, *inputs, **kwargs)
+    if not inputs:
+        return _load_plain(path, None, kwargs, lambda: original(cls, path, **kwargs), explicit=False)
     return _accelerate(original(cls, path, *inputs, **kwargs), path, None, kwargs, explicit=False)
 
 
