@@ -628,6 +628,14 @@ def _class_named(name: str) -> type | None:
     return None
 
 
+def _class_exactly(name: str) -> type | None:
+    """The transformers tokenizer class called exactly `name`, or None."""
+    if name == "TokenizersBackend":
+        return TokenizersBackend
+    cls = _class_named(name)
+    return cls if cls is not None and cls.__name__ == name else None
+
+
 def _saved_class_name(tok: CrayonTokenizer) -> str:
     """What transformers writes as `tokenizer_class` for the original class."""
     name = (tok._crayon_original or TokenizersBackend).__name__
@@ -743,33 +751,33 @@ def _load_plain(path: Any, requested: type | None, kwargs: dict[str, Any], load:
     memo = FolderMemo.of(path, requested, kwargs)
     if memo is not None and isinstance(memo.record, dict):
         record = memo.record
-        original = TokenizersBackend if record.get("class") == "TokenizersBackend" else _class_named(str(record.get("class")))
+        original = _class_exactly(str(record.get("class")))
         cartridge = record.get("cartridge")
-        if original is not None and original.__name__ == record.get("class") and isinstance(cartridge, str):
+        if original is not None and isinstance(cartridge, str):
             tok = _restored(original, cartridge, *restore(record, memo.folder))
             if tok is not None:
                 return tok
         memo.record = None  # stale (a cartridge trimmed from the cache, ...): taken again below
     stock = load()
     record = None
-    named = type(stock).__name__
+    # (a class loaded from the folder's own code cannot be found by name: not remembered)
     if (memo is not None and memo.record is None and isinstance(stock, TokenizersBackend)
-            and (TokenizersBackend if named == "TokenizersBackend" else _class_named(named)) is type(stock)):
-        # (a class loaded from the folder's own code cannot be found by name: not remembered)
+            and _class_exactly(type(stock).__name__) is type(stock)):
         try:
             record = capture(stock, memo.folder)
         except Exception:  # noqa: BLE001 -- remembering is an optimization; the load stands
             record = None
     tok = _accelerate(stock, path, None, kwargs, explicit)
-    if memo is not None and memo.record is None:
-        engine = getattr(tok, "_crayon", None)
-        cartridge = getattr(engine, "_cartridge_path", None)
-        if record is not None and (cartridge is None or tok._crayon_digest != record["source_sha256"]):
-            record = None
-        if record is not None:
-            record["cartridge"] = str(cartridge)
-        if record is not None or cartridge is not None or engine is None:
-            memo.remember(record)
+    if memo is None or memo.record is not None:
+        return tok
+    engine = getattr(tok, "_crayon", None)
+    cartridge = getattr(engine, "_cartridge_path", None)
+    if engine is not None and cartridge is None:
+        return tok  # compiled in memory: the cache cannot be written
+    if record is not None and cartridge is not None and tok._crayon_digest == record["source_sha256"]:
+        memo.remember({**record, "cartridge": str(cartridge)})
+    else:
+        memo.remember(None)  # no native engine, or a state that does not round-trip
     return tok
 
 
