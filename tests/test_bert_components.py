@@ -25,7 +25,6 @@ import functools
 import random
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -323,13 +322,6 @@ EDGE_TEXTS = [
 # ------------------------------------------------------------------------------------------------
 # Tests
 # ------------------------------------------------------------------------------------------------
-def test_tables_are_current():
-    pytest.importorskip("unicodedata2")
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_bert_tables.py"), "--check"],
-                         capture_output=True, text=True, cwd=ROOT / "tools", timeout=600)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
 # The options one by one and the two real configurations; the other combinations under -m full
 # (every combination also meets every code point class in the corpus, edge and hypothesis tests).
 CODE_POINT_KINDS = [1, 2, 4, 8, CASED, UNCASED]

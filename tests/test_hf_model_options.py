@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 
 import pytest
 
-from support import ROOT, corpus_files, corpus_text, random_slices, require_module
+from support import corpus_files, corpus_text, random_slices, require_module
 from test_hf_parity import check_texts
 
 
@@ -194,19 +192,6 @@ def test_single_word_overlay():
     assert ours.crayon_backend == "native"
     assert ours.get_added_tokens_decoder() == ref.get_added_tokens_decoder()
     check_texts(ours, ref, _texts() + _single_word_texts(["word", "ｗｏ", "<SW>", "plain"]), "single_word overlay")
-
-
-def test_word_char_table_is_current():
-    require_module("tokenizers")
-    require_module("unicodedata2")
-    require_module("regex")
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "gen_word_char_table.py"), "--check"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT / "tools",
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_added_token_already_in_vocabulary_takes_the_model_id():

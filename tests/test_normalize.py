@@ -22,7 +22,6 @@ import random
 import re
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -316,13 +315,6 @@ ADVERSARIAL = (
 # ------------------------------------------------------------------------------------------------
 # Tests
 # ------------------------------------------------------------------------------------------------
-def test_tables_are_current():
-    pytest.importorskip("unicodedata2")
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_normalize_tables.py"), "--check"],
-                         capture_output=True, text=True, cwd=ROOT / "tools", timeout=600)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
 @pytest.mark.parametrize("step", [*UNICODE_FORMS, ("lower",), ("strip", True, True)], ids=str)
 def test_every_code_point(driver, step):
     """Text for every code point (each alone between separators); alignments by rule: every output

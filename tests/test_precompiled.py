@@ -671,15 +671,6 @@ def test_speed_report(driver, tmp_path):
 
 
 @pytest.mark.full
-def test_grapheme_tables_are_current():
-    """tools/gen_grapheme_tables.py --check: re-probes tokenizers for every code point (10-20 s,
-    hence -m full; test_grapheme_probes covers the committed tables in the default run)."""
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_grapheme_tables.py"), "--check"],
-                         capture_output=True, text=True, cwd=ROOT / "tools", timeout=600)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-@pytest.mark.full
 def test_real_text_full(driver):
     for path in corpus_files():
         text = corpus_text(path, None)

@@ -23,7 +23,6 @@ import random
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -567,11 +566,3 @@ def test_speed_report(driver):
     texts = {p.stem[:12]: corpus_text(p, 1 << 20) for p in corpus_files() if p.suffix == ".txt"}
     texts["adversarial"] = _adversarial_mb()
     print("\n" + "\n".join(_speed_table(driver, texts, repeat=3)))
-
-
-def test_generated_tables_are_current():
-    require_module("unicodedata2")
-    require_module("regex")
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_regex_tables.py"), "--check"],
-                         capture_output=True, text=True, cwd=ROOT / "tools", timeout=600)
-    assert out.returncode == 0, out.stdout + out.stderr

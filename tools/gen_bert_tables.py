@@ -37,7 +37,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from _generated import generator_main  # tools/ is on sys.path when a generator runs
+from _generated import PROBED, generator_main  # tools/ is on sys.path when a generator runs
 from gen_regex_tables import best_two_stage, probe_pretokenizer, rows
 
 HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "bert_tables.h"
@@ -262,7 +262,7 @@ def render(values: list[int], ev: dict) -> str:
 
 
 def main() -> int:
-    return generator_main(build, HEADER, __doc__, "gen_bert_tables.py")
+    return generator_main(build, HEADER, __doc__, "gen_bert_tables.py", inputs=PROBED)
 
 
 if __name__ == "__main__":

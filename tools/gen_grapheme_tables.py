@@ -39,7 +39,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from _generated import generator_main  # tools/ is on sys.path when a generator runs
+from _generated import PROBED, generator_main  # tools/ is on sys.path when a generator runs
 
 HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "grapheme_tables.h"
 TOKENIZERS_SERIES = "0.23"
@@ -415,7 +415,7 @@ inline constexpr uint32_t kRuns[kRunCount] = {{
 
 
 def main() -> int:
-    return generator_main(build, HEADER, __doc__, "gen_grapheme_tables.py")
+    return generator_main(build, HEADER, __doc__, "gen_grapheme_tables.py", inputs=PROBED)
 
 
 if __name__ == "__main__":

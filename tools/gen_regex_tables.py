@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from _generated import generator_main  # tools/ is on sys.path when a generator runs
+from _generated import PROBED, generator_main  # tools/ is on sys.path when a generator runs
 
 HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "regex_tables.h"
 MAX_CP = 0x110000
@@ -351,7 +351,7 @@ inline uint8_t script(uint32_t cp) {{
 
 
 def main() -> int:
-    return generator_main(build, HEADER, __doc__, "gen_regex_tables.py")
+    return generator_main(build, HEADER, __doc__, "gen_regex_tables.py", inputs=PROBED)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from _generated import generator_main  # tools/ is on sys.path when a generator runs
+from _generated import PROBED, generator_main  # tools/ is on sys.path when a generator runs
 
 HEADER = Path(__file__).resolve().parent.parent / "native" / "tables" / "word_char_table.h"
 MAX_CP = 0x110000
@@ -182,7 +182,7 @@ inline bool is_word_char(uint32_t cp) {{
 
 
 def main() -> int:
-    return generator_main(build, HEADER, __doc__, "gen_word_char_table.py")
+    return generator_main(build, HEADER, __doc__, "gen_word_char_table.py", inputs=PROBED)
 
 
 if __name__ == "__main__":
