@@ -76,17 +76,21 @@ def test_cuda_module_is_built_where_a_compiler_exists():
 
 
 @pytest.mark.skipif(NVCC is None, reason="no CUDA compiler (nvcc) on this machine")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_kernels_do_not_spill(arch, tmp_path):
-    """ptxas's report for every kernel of the module: spilled registers would go to local memory
-    on every piece, so none may spill (the dead-end bitmap's 136 bytes of stack are by design)."""
+def test_kernels_do_not_spill(tmp_path):
+    """ptxas's report for every kernel of the module, on the A100 and H100 architectures: spilled
+    registers would go to local memory on every piece, so none may spill (the dead-end bitmap's
+    136 bytes of stack are by design). Device code only (-fatbin), both architectures in one
+    nvcc run: 14 s here, where an object file per architecture took 35."""
+    archs = ["sm_80", "sm_90"]
+    gencode = [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
     out = subprocess.run(
-        [NVCC, "-std=c++17", "-O3", f"-arch={arch}", "-Xptxas=-v", "-I", str(ROOT / "native"), "-c",
-         str(ROOT / "native" / "cuda" / "device_engine.cu"), "-o", str(tmp_path / "kernels.o")],
+        [NVCC, "-std=c++17", "-O3", "-fatbin", *gencode, "-Xptxas=-v", "-I", str(ROOT / "native"),
+         str(ROOT / "native" / "cuda" / "device_engine.cu"), "-o", str(tmp_path / "kernels.fatbin")],
         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out.stderr)
     assert spills, "ptxas printed no resource report"
     assert all(s == "0" and l == "0" for s, l in spills), out.stderr
-    kernels = re.findall(r"Function properties for (\S+)", out.stderr)
-    assert any("EncodeStage" in k for k in kernels)
+    compiled = re.findall(r"Compiling entry function '(\S+)' for '(sm_\d+)'", out.stderr)
+    for arch in archs:
+        assert any("EncodeStage" in k for k, a in compiled if a == arch), f"no EncodeStage kernel for {arch}"
