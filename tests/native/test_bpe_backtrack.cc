@@ -463,7 +463,7 @@ bool run_vocab(const Options& opt, const std::string& path, const std::vector<st
   if (!opt.tiny) {
     std::vector<std::pair<const uint8_t*, size_t>> longp, shortp;
     size_t long_bytes = 0, short_bytes = 0;
-    const size_t budget = opt.quick ? (2u << 20) : (16u << 20);
+    const size_t budget = opt.quick ? (1u << 19) : (16u << 20);  // --quick: a 512 KiB sample
     for (size_t f = 0; f < corpora.size() && long_bytes < budget; ++f) {
       const std::string& text = corpora[f];
       for (size_t at = 0; at + 10240 <= text.size() && long_bytes < budget; at += 10240 * 4) {
