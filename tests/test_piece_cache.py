@@ -237,3 +237,26 @@ def test_short_token_index_of_a_small_vocabulary():
     assert ours._engine.short_token_index() == {"tokens": 129, "left_out": 0, "bytes": 16384, "complete": True}
     text = "ab abab a b ba \u00e9ab " * 40
     assert ours.encode(text) == ref.encode(text)
+
+
+def test_short_token_index_waits_for_text_and_changes_no_id():
+    """A fresh engine encodes its first 16 KiB without the index (its build costs more than a
+    few sentences take), then with it: the same ids as tiktoken before and after."""
+    import crayon_hf.tiktoken as tk
+
+    ref = reference_encoding("cl100k_base")
+    ours = tk.Encoding("cl100k_fresh", pat_str=ref._pat_str, mergeable_ranks=ref._mergeable_ranks, special_tokens={})
+    engine = ours._engine  # a new engine over the cached cartridge: nothing encoded yet
+    rng = random.Random(5)
+    words = ["the", " of", " and", "Hello", " world", "!", " 2026", "\n", " naïve", " 東京", "  ", "x" * 17, "'s"]
+    texts = ["".join(rng.choice(words) for _ in range(rng.randint(1, 30))) for _ in range(40)]
+    assert sum(len(t.encode()) for t in texts) < 8 * 1024
+    expected = [ref.encode_ordinary(t) for t in texts]
+    _crayon.engine_tags_skip_to_last_tag()  # cleared caches: every piece goes to the engine
+    assert [engine.encode_ordinary(t) for t in texts] == expected
+    assert not engine.short_token_index_in_use()
+    big = "Hello world, the naïve cat's 2026 words.\n" * 500  # 21 KB: past the bound
+    assert engine.encode_ordinary(big) == ref.encode_ordinary(big)
+    assert engine.short_token_index_in_use()
+    _crayon.engine_tags_skip_to_last_tag()  # cleared again: now the index answers them
+    assert [engine.encode_ordinary(t) for t in texts] == expected

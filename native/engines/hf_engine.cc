@@ -731,7 +731,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
   // the tiktoken face (pieces starting before keyable_end have its 16 readable bytes in text).
   ShortPieceCache& hot = ShortPieceCache::local();
   const uint16_t hot_tag = hot.tag_of(fast.memo_owner());
-  const ShortTokenIndex* const short_tokens = fast.short_tokens();  // its tokens, for first sightings
+  const ShortTokenIndex* const short_tokens = fast.short_tokens_for(n);  // its tokens, for first sightings
   const size_t keyable_end = n >= ShortPieceCache::kMaxLen ? n - ShortPieceCache::kMaxLen + 1 : 0;
   auto damaged = [&](size_t len) {
     throw CartridgeError("invalid cartridge: its fast path's tokens do not tile a " + std::to_string(len) +

@@ -503,7 +503,17 @@ const ShortTokenIndex* TiktokenEngine::short_tokens() const {
   std::call_once(short_tokens_once_, [&] {
     short_tokens_ = ShortTokenIndex::build(bpe_, pieces_.split_left, kinds_, static_cast<uint8_t>(TokenKind::kMergeable));
   });
+  short_tokens_due_.store(true, std::memory_order_relaxed);  // built: every call may use it now
   return short_tokens_.get();
+}
+
+const ShortTokenIndex* TiktokenEngine::short_tokens_for(size_t text_bytes) const {
+  if (!short_tokens_due_.load(std::memory_order_relaxed)) {
+    const uint64_t seen = bytes_before_short_tokens_.fetch_add(text_bytes, std::memory_order_relaxed) + text_bytes;
+    if (seen < kShortTokensAfter) return nullptr;
+    short_tokens_due_.store(true, std::memory_order_relaxed);
+  }
+  return short_tokens();
 }
 
 template <class F>
@@ -559,7 +569,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
   PieceCache& pieces = PieceCache::local();
   // A piece the cache misses is mostly met for the first time, and then usually one token: the
   // index of short tokens answers it without a trie walk (models/short_token_index.h).
-  const ShortTokenIndex* const tokens = short_tokens();
+  const ShortTokenIndex* const tokens = short_tokens_for(seg.size());
   // Pieces that start before keyable_end have ShortPieceCache::kMaxLen readable bytes in seg.
   const uint8_t* const data = reinterpret_cast<const uint8_t*>(seg.data());
   const size_t keyable_end = seg.size() >= ShortPieceCache::kMaxLen ? seg.size() - ShortPieceCache::kMaxLen + 1 : 0;

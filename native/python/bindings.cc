@@ -1911,6 +1911,8 @@ PYBIND11_MODULE(_crayon, m) {
       .def("short_token_index", [](const PyEngine& pe) { return index_stats(pe->short_tokens()); },
            "The engine's index of short tokens (native/models/short_token_index.h), built on first use: "
            "{'tokens', 'left_out', 'bytes', 'complete'}, or None when it has none.")
+      .def("short_token_index_in_use", [](const PyEngine& pe) { return pe->short_tokens_in_use(); },
+           "Whether encodes use the index yet (after 16 KiB of text, or once short_token_index() built it).")
       .def("encode_ordinary", [](const PyEngine& pe, const py::str& text, bool cached) {
         const Engine& e = *pe;
         std::string_view t = utf8_view(text);

@@ -30,19 +30,16 @@ clear` show and empty the cache by hand.
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import re
-import tempfile
 import threading
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-logger = logging.getLogger("crayon_hf")
+# argparse, logging and tempfile are imported where they are used: this module is on the path of
+# every first load, and the three (with dataclasses) were half of `import crayon_hf.tokenizer`.
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -90,6 +87,8 @@ def find(directory: Path, name: str, key: str) -> Path:
 
 def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     """Writes ``data`` to ``path`` via a temporary file in the same directory and a rename."""
+    import tempfile
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -129,7 +128,9 @@ def store(path: str | os.PathLike[str], data: bytes) -> bool:
                 stacklevel=3,
             )
         else:
-            logger.debug("cannot write %s: %s", path, e)
+            import logging
+
+            logging.getLogger("crayon_hf").debug("cannot write %s: %s", path, e)
         return False
 
 
@@ -146,8 +147,7 @@ def max_bytes() -> int:
     return max(0, int(mb * 2**20))
 
 
-@dataclass
-class Entry:
+class Entry(NamedTuple):
     """One file of the cache, as `crayon cache list` shows it."""
 
     path: Path
@@ -255,6 +255,8 @@ def clear(directory: Path | None = None, older_than_days: float | None = None) -
 
 def add_cache_command(sub: Any) -> None:
     """`crayon cache list|clear`, added to the CLI's subparsers (self-contained here)."""
+    import argparse
+
     c = sub.add_parser(
         "cache", help="list or clear the cache of compiled tokenizers",
         description="The cache of compiled cartridges (CRAYON_HF_CACHE, else $XDG_CACHE_HOME/crayon_hf, else "

@@ -5,13 +5,17 @@ First-ever compiles of a vocabulary that take over a second say so (compile_prog
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 import threading
 import time
 from typing import Any, Iterator
 
-logger = logging.getLogger("crayon_hf")
+
+def _log(message: str, *args: Any) -> None:
+    """An INFO record on the package logger (logging is imported here, off the first load's path)."""
+    import logging
+
+    logging.getLogger("crayon_hf").info(message, *args)
 
 
 class Progress:
@@ -79,7 +83,7 @@ def compile_progress(what: str, after: float = 1.0) -> Iterator[None]:
     def watch() -> None:
         if done.wait(after):
             return
-        logger.info("crayon-hf: %s (first load; the cartridge is cached afterwards)", what)
+        _log("crayon-hf: %s (first load; the cartridge is cached afterwards)", what)
         if not sys.stderr.isatty():
             return  # a log file gets the logger's records, not a bar redrawn twice a second
         try:
@@ -102,4 +106,4 @@ def compile_progress(what: str, after: float = 1.0) -> Iterator[None]:
             bar.close()
         elapsed = time.perf_counter() - start
         if elapsed >= after:
-            logger.info("crayon-hf: %s took %.1f s", what, elapsed)
+            _log("crayon-hf: %s took %.1f s", what, elapsed)

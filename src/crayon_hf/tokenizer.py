@@ -17,8 +17,6 @@ real `tokenizers.Encoding` objects.
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import json
 import os
 import warnings
@@ -226,6 +224,8 @@ class Tokenizer:
             head = f.read(len(_MAGIC))
         if head == _MAGIC:
             return cls.from_cartridge(p)
+        import hashlib
+
         data = p.read_bytes()
         from crayon_hf.conversion.sentencepiece import convert_model, looks_like_model
 
@@ -261,6 +261,8 @@ class Tokenizer:
         JSON path of the component, reason) when the engine does not reproduce it. A refusal is
         remembered in the cache too, so the next load need not parse the file again.
         `exact_floats`: the JSON is a live tokenizer's to_str() (see parse_tokenizer_json)."""
+        import hashlib
+
         from crayon_hf.conversion.hf_json import (SUPPORT_GENERATION, Unsupported, build_hf_cartridge,
                                                   parse_tokenizer_json, plan_native)
 
@@ -593,6 +595,8 @@ class Tokenizer:
     def _data(self) -> dict[str, Any]:
         if self._ref is not None:
             return json.loads(self._ref.to_str())
+        import copy
+
         data = copy.deepcopy(self._source)
         data["added_tokens"] = [dict(t) for t in self._added]
         data["truncation"] = self._truncation.to_json() if self._truncation else None

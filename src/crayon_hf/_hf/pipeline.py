@@ -4,7 +4,6 @@ imports nothing else."""
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Callable, Sequence
 
 # What a cartridge's Precompiled section holds before the charsmap: the engine's two lookup
@@ -23,6 +22,8 @@ def engine_components(descs: list[dict[str, Any]], section: Callable[[str], byte
     out = []
     for d in descs:
         if "charsmap" in d:
+            import base64  # (a charsmap in META: cartridges before format 3, or one tokenizers rejects)
+
             d = dict(d, charsmap=base64.b64decode(d["charsmap"]))
         elif "charsmap_section" in d and section is not None:
             image = section(d["charsmap_section"])

@@ -9,7 +9,7 @@ refuses it (see ``Encoding``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
@@ -104,8 +104,7 @@ def _harmony_specials() -> dict[str, int]:
     return specials
 
 
-@dataclass(frozen=True)
-class KnownEncoding:
+class KnownEncoding(NamedTuple):
     name: str
     pat_str: str
     special_tokens: dict[str, int]
@@ -113,7 +112,7 @@ class KnownEncoding:
     rank_sha256: str
     explicit_n_vocab: int | None = None
     bundled: bool = True
-    aliases: tuple[str, ...] = field(default_factory=tuple)
+    aliases: tuple[str, ...] = ()
 
 
 RANK_SHA256 = {
