@@ -1,9 +1,10 @@
-"""Rank-file loading with tiktoken's signatures (``tiktoken.load``)."""
+"""Rank-file loading with tiktoken's signatures (``tiktoken.load``).
+
+base64 and hashlib are imported by the functions that use them: `import crayon_hf.tiktoken` imports
+this module, and a bundled encoding mapped from the cache reads no rank file."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 
 
@@ -22,6 +23,8 @@ def read_file(blobpath: str) -> bytes:
 
 
 def check_hash(data: bytes, expected_hash: str) -> bool:
+    import hashlib
+
     return hashlib.sha256(data).hexdigest() == expected_hash
 
 
@@ -81,6 +84,8 @@ def data_gym_to_mergeable_bpe_ranks(
 def load_tiktoken_bpe(tiktoken_bpe_file: str, expected_hash: str | None = None) -> dict[bytes, int]:
     """Reads a rank file (``base64(token) rank`` per line) into ``{token bytes: rank}``, accepting
     exactly what tiktoken accepts (an empty token, spelled ``=``, included; an empty file gives {})."""
+    import base64
+
     path = os.fspath(tiktoken_bpe_file)
     contents = read_file_cached(path, expected_hash)
     ranks: dict[bytes, int] = {}
@@ -97,6 +102,8 @@ def load_tiktoken_bpe(tiktoken_bpe_file: str, expected_hash: str | None = None) 
 
 def dump_tiktoken_bpe(bpe_ranks: dict[bytes, int], tiktoken_bpe_file: str) -> None:
     """Writes ``{token bytes: rank}`` as a rank file, sorted by rank."""
+    import base64
+
     with open(tiktoken_bpe_file, "wb") as f:
         for token, rank in sorted(bpe_ranks.items(), key=lambda x: x[1]):
             f.write(base64.b64encode(token) + b" " + str(rank).encode() + b"\n")

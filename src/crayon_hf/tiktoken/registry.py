@@ -4,14 +4,10 @@ to a cartridge in the cache on first use and mapped from there afterwards."""
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
-import lzma
 import os
-import pkgutil
 import threading
 import warnings
-from importlib import resources
 from typing import Any, Callable, Sequence
 
 from crayon_hf import __version__
@@ -37,6 +33,11 @@ def list_encoding_names() -> list[str]:
 
 def bundled_rank_bytes(stem: str) -> bytes:
     """The bundled rank file for `stem`, decompressed and checked against its known sha256."""
+    # lzma, importlib.resources (15 ms with what it imports), hashlib and pkgutil are imported
+    # where they are used: a cartridge found in the cache needs none of them.
+    import lzma
+    from importlib import resources
+
     data = lzma.decompress(resources.files("crayon_hf.data").joinpath(f"{stem}.tiktoken.xz").read_bytes())
     return data
 
@@ -47,6 +48,8 @@ def _cartridge_file(known: KnownEncoding) -> str:
 
 def _build(known: KnownEncoding) -> bytes:
     from crayon_hf.conversion.tiktoken_rank import build_tiktoken_cartridge, parse_rank_file
+
+    import hashlib
 
     data = bundled_rank_bytes(known.rank_file)
     sha = hashlib.sha256(data).hexdigest()
@@ -99,6 +102,8 @@ _RANK_FILE_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktok
 @functools.lru_cache
 def _available_plugin_modules() -> Sequence[str]:
     """The `tiktoken_ext.*` plugin modules installed (a namespace package; none without it)."""
+    import pkgutil
+
     try:
         import tiktoken_ext
     except ImportError:
