@@ -32,10 +32,11 @@
 // Memory: 2 slots of 32 bytes per bucket, buckets a power of two at least the number of tokens
 // indexed (at most half the slots used): 4 MiB for r50k_base, 8 MiB for cl100k_base and Llama 3,
 // 16 MiB for o200k_base; one per engine, shared by its threads (read only once built), on
-// transparent huge pages where the kernel offers them. Built once per engine, at its first cached
-// encode: two passes over the token table and one over the index, 5-8 ms for cl100k_base and
-// 9-13 ms for o200k_base in a fresh process (more when the kernel compacts memory for the huge
-// pages), about half of it the kernel zeroing the new pages.
+// transparent huge pages where the kernel offers them. Built once per engine, once its cached
+// encodes have brought 16 KiB of text (TiktokenEngine::short_tokens_for; a few sentences never
+// earn the build back): two passes over the token table and one over the index, 5-8 ms for
+// cl100k_base and 9-13 ms for o200k_base in a fresh process (more when the kernel compacts memory
+// for the huge pages), about half of it the kernel zeroing the new pages.
 //
 // Bounds: ids come from the loop over ids < n_ids; token bytes are read through the offsets the
 // engine checked at load; a damaged split table can only make a token indexed or not, never a
