@@ -161,3 +161,30 @@ def test_a_block_torn_in_two_keeps_the_merge_loop(kind):
     torn.append(moved)  # one cut of `block` now sits after every other token's merges
     assert _check(_tokenizer_json(tokens, merges, kind, ignore_merges=True), [])
     assert not _check(_tokenizer_json(tokens, torn, kind, ignore_merges=True), _texts(rng, tokens, kind))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_byte_tokens_in_any_id_order_rank_by_id(seed):
+    """Where the 256 byte tokens are ids 0-255, in whatever order, the backtracking encoder ranks
+    each byte by its token's id, so every rank is its id and the ids-only loops skip the map
+    (native/engines/hf_engine.cc, build_fast_path): GPT-2's vocabulary with its byte tokens'
+    ids shuffled encodes as tokenizers does, ids and offsets."""
+    import support
+
+    data = json.loads(support.require_shared(support.VOCAB / "hf" / "gpt2" / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    byte_tokens = sorted((t for t, i in vocab.items() if i < 256), key=vocab.__getitem__)
+    assert len(byte_tokens) == 256
+    shuffled = list(range(256))
+    random.Random(seed).shuffle(shuffled)
+    for token, new_id in zip(byte_tokens, shuffled):
+        vocab[token] = new_id
+    rng = random.Random(10 + seed)
+    texts = support.random_slices(support.corpus_text(support.corpus_files()[0], 64 * 1024), 40, seed=seed, max_len=400)
+    texts += ["".join(chr(rng.choice([rng.randint(0, 0x7F), rng.randint(0x80, 0x7FF), rng.randint(0x4E00, 0x9FFF),
+                                      rng.randint(0x1F300, 0x1F64F)])) for _ in range(rng.randint(1, 80)))
+              for _ in range(200)]
+    assert _check(json.dumps(data), texts)
+    from crayon_hf import Tokenizer
+
+    assert Tokenizer.from_str(json.dumps(data))._engine.fast_ranks_are_ids

@@ -186,6 +186,20 @@ bool build_fast_path(const HfSource& src, const std::vector<std::string>& bytes_
       rank_of[id] = b;
     }
   }
+  // Where the 256 byte tokens are ids 0-255 (GPT-2's and Qwen2's alphabet, Llama 3's), each byte
+  // takes its token's id as its rank instead of its value: the ranks of single bytes are never
+  // compared (a merge's rank is its product's), so BPE is the same, and with merged tokens
+  // numbered in merge order from 256, every rank is its id and the ids-only loops skip the map
+  // (HfBpeModel::ids_of_ranks: 16 instructions per token, 6% of `encode(d).ids` on qwen2_5).
+  if (!chars && std::all_of(rank_to_id.begin(), rank_to_id.end(), [](uint32_t id) { return id < 256; })) {
+    std::vector<std::string> by_id(256);
+    for (int b = 0; b < 256; ++b) by_id[rank_to_id[b]] = rank_bytes[b];
+    rank_bytes = std::move(by_id);
+    for (uint32_t id = 0; id < 256; ++id) {
+      rank_to_id[id] = id;
+      rank_of[id] = id;
+    }
+  }
   // A byte with no token of its own cannot be part of any token of a byte vocabulary either, so
   // pieces without it never meet the difference; the model sends pieces that contain one to the
   // merge loop, which drops it (or makes it unk) as tokenizers does. Its rank stays unused.

@@ -1203,6 +1203,8 @@ void bind_hf(py::module_& m) {
                              "Whether the model is byte-level BPE (the cartridge then has the ByteLevel decode table).")
       .def_property_readonly("has_fast_path", [](const PyHfEngine& pe) { return pe.unchecked().has_fast_path(); },
                              "True when the merge list runs on the linear-time backtracking encoder.")
+      .def_property_readonly("fast_ranks_are_ids", [](const PyHfEngine& pe) { return (*pe).fast_ranks_are_ids(); },
+                             "True when the backtracking encoder's ranks are the token ids themselves (no map).")
       .def("token_string", [](const PyHfEngine& pe, int64_t id) -> py::object {
         const HfEngine& e = *pe;
         if (id < 0 || id >= e.token_string_count()) throw py::index_error("token id out of range");
