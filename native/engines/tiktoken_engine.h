@@ -159,12 +159,12 @@ class TiktokenEngine {
   // null when it has none or no split tables. Callers fetch it once per call, not per piece.
   const ShortTokenIndex* short_tokens() const;
   // short_tokens() for a call encoding `text_bytes` through the caches, once this engine's calls
-  // have brought kShortTokensAfter bytes or more (this one's included), or once something built it
-  // (the short_token_index binding); null before. The index is
-  // a counting sort over the whole token table, 5-13 ms and 40% of the instructions of a fresh
-  // process's first encode (qwen2_5), worth it over megabytes of new text (+10-16% on English
-  // and code in turns with other libraries) but not over a few sentences; a 16 KiB document
-  // builds it at once. Pieces encode to the same ids either way (the index only skips walks).
+  // have brought kShortTokensAfter bytes or more (this one's included), or once something built
+  // it (the short_token_index binding); null before. The index is a counting sort over the whole
+  // token table, 5-13 ms and 40% of the instructions of a fresh process's first encode
+  // (qwen2_5), worth it over megabytes of new text (+10-16% on English and code in turns with
+  // other libraries) but not over a few sentences; a 16 KiB document builds it at once. Pieces
+  // encode to the same ids either way (the index only skips walks).
   static constexpr uint64_t kShortTokensAfter = 16 * 1024;
   const ShortTokenIndex* short_tokens_for(size_t text_bytes) const;
   bool short_tokens_in_use() const { return short_tokens_due_.load(std::memory_order_relaxed); }
