@@ -165,10 +165,11 @@ def test_a_block_torn_in_two_keeps_the_merge_loop(kind):
 
 @pytest.mark.parametrize("seed", range(2))
 def test_byte_tokens_in_any_id_order_rank_by_id(seed):
-    """Where the 256 byte tokens are ids 0-255, in whatever order, the backtracking encoder ranks
-    each byte by its token's id, so every rank is its id and the ids-only loops skip the map
-    (native/engines/hf_engine.cc, build_fast_path): GPT-2's vocabulary with its byte tokens'
-    ids shuffled encodes as tokenizers does, ids and offsets."""
+    """Where the 256 byte tokens are contiguous ids, in whatever order, the backtracking encoder
+    ranks each byte by its token's id, so every id is its rank plus a step and the ids-only loops
+    read no map (native/engines/hf_engine.cc, build_fast_path): GPT-2's vocabulary with its byte
+    tokens' ids shuffled (and, for seed 1, every id moved up by 5 behind five added tokens)
+    encodes as tokenizers does, ids and offsets."""
     import support
 
     data = json.loads(support.require_shared(support.VOCAB / "hf" / "gpt2" / "tokenizer.json").read_text(encoding="utf-8"))
@@ -179,6 +180,15 @@ def test_byte_tokens_in_any_id_order_rank_by_id(seed):
     random.Random(seed).shuffle(shuffled)
     for token, new_id in zip(byte_tokens, shuffled):
         vocab[token] = new_id
+    shift = 5 * seed
+    if shift:
+        for token in vocab:
+            vocab[token] += shift
+        specials = [f"<|special_{k}|>" for k in range(shift)]
+        for k, content in enumerate(specials):
+            vocab[content] = k
+        data["added_tokens"] = [{"id": k, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                                 "normalized": False, "special": True} for k, c in enumerate(specials)]
     rng = random.Random(10 + seed)
     texts = support.random_slices(support.corpus_text(support.corpus_files()[0], 64 * 1024), 40, seed=seed, max_len=400)
     texts += ["".join(chr(rng.choice([rng.randint(0, 0x7F), rng.randint(0x80, 0x7FF), rng.randint(0x4E00, 0x9FFF),
@@ -187,4 +197,4 @@ def test_byte_tokens_in_any_id_order_rank_by_id(seed):
     assert _check(json.dumps(data), texts)
     from crayon_hf import Tokenizer
 
-    assert Tokenizer.from_str(json.dumps(data))._engine.fast_ranks_are_ids
+    assert Tokenizer.from_str(json.dumps(data))._engine.fast_rank_step == shift

@@ -354,11 +354,13 @@ def test_fast_path_is_used_where_the_merge_list_allows():
     for folder in ("mistral_v0_1", "phi3_mini", "gemma"):
         assert load_pair(folder)[0]._engine.has_fast_path, folder
     assert not load_pair("clip")[0]._engine.has_fast_path
-    # Byte tokens at ids 0-255 rank by id, so every rank is its id (no map in the ids-only loops);
-    # DeepSeek-V3's special tokens come first, so its ranks keep the map.
-    for folder in ("gpt2", "qwen2_5", "llama3_1"):
-        assert load_pair(folder)[0]._engine.fast_ranks_are_ids, folder
-    assert not load_pair("deepseek_v3")[0]._engine.fast_ranks_are_ids
+    # Byte tokens at contiguous ids rank by id, so every id is its rank plus a step (no map read in
+    # the ids-only loops): 0 where they are ids 0-255, 3 for DeepSeek-V3 (its special tokens come
+    # first); bytes without a token of their own (GPT-NeoX) keep the map.
+    for folder in ("gpt2", "qwen2_5", "llama3_1", "whisper_large_v3", "phi2"):
+        assert load_pair(folder)[0]._engine.fast_rank_step == 0, folder
+    assert load_pair("deepseek_v3")[0]._engine.fast_rank_step == 3
+    assert load_pair("gpt_neox_20b")[0]._engine.fast_rank_step is None
 
 
 def test_pickle_is_a_reference_to_the_cartridge():

@@ -252,7 +252,7 @@ class HfEngine {
   const HfBpeModel* bpe() const { return bpe_.get(); }  // null for the other models
   uint32_t n_ids() const { return model_->n_ids(); }
   bool has_fast_path() const { return bpe_ && bpe_->has_fast_path(); }
-  bool fast_ranks_are_ids() const { return bpe_ && bpe_->ranks_are_ids(); }  // after ready()
+  int64_t fast_rank_step() const { return bpe_ ? bpe_->uniform_rank_step() : -1; }  // after ready()
   bool is_byte_level() const { return kind_ == HfModelKind::kBpeBytes; }
 
   // The string encodings show for `id` (VSTI: the model's token, else the added token's text),

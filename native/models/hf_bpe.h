@@ -165,8 +165,9 @@ class HfBpeModel final : public HfModel {
   // ranks map by an addition instead of a load from a table of up to 800 KB (a cache miss per
   // token on new text).
   uint32_t id_of_rank(uint32_t r) const { return r < rank_step_from_ ? rank_to_id_[r] : r + rank_step_; }
-  // Every rank is its id (after prepare()): ids_of_ranks only checks the bound.
-  bool ranks_are_ids() const { return fast_ != nullptr && rank_step_from_ == 0 && rank_step_ == 0; }
+  // Every id is its rank plus one step (after prepare()): ids_of_ranks adds it, reading no table.
+  // The step, or -1 where some ranks map through the table.
+  int64_t uniform_rank_step() const { return fast_ != nullptr && rank_step_from_ == 0 ? int64_t{rank_step_} : -1; }
   // id_of_rank over ids[0, n) in place, for the fast path's ids-only loops; false (ids then
   // partly mapped) when some rank is n_ranks() or more, which only a damaged cartridge gives.
   // Without a branch per token: single bytes (in the table) and merged tokens (the step) mix
@@ -175,10 +176,14 @@ class HfBpeModel final : public HfModel {
     const uint32_t from = rank_step_from_, step = rank_step_, n_ranks = n_ranks_;
     const uint32_t* const table = rank_to_id_;
     uint32_t bad = 0;
-    if (from == 0 && step == 0) {
-      // Every rank is its id (build_fast_path numbers byte ranks by id where it can): only the
-      // bound is checked, in a loop the compiler vectorizes.
-      for (size_t i = 0; i < n; ++i) bad |= static_cast<uint32_t>(ids[i] >= n_ranks);
+    if (from == 0) {
+      // Every id is its rank plus the step (build_fast_path numbers byte ranks by id where it
+      // can): a loop the compiler vectorizes.
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t r = ids[i];
+        bad |= static_cast<uint32_t>(r >= n_ranks);
+        ids[i] = r + step;
+      }
       return bad == 0;
     }
     for (size_t i = 0; i < n; ++i) {

@@ -1203,8 +1203,10 @@ void bind_hf(py::module_& m) {
                              "Whether the model is byte-level BPE (the cartridge then has the ByteLevel decode table).")
       .def_property_readonly("has_fast_path", [](const PyHfEngine& pe) { return pe.unchecked().has_fast_path(); },
                              "True when the merge list runs on the linear-time backtracking encoder.")
-      .def_property_readonly("fast_ranks_are_ids", [](const PyHfEngine& pe) { return (*pe).fast_ranks_are_ids(); },
-                             "True when the backtracking encoder's ranks are the token ids themselves (no map).")
+      .def_property_readonly("fast_rank_step", [](const PyHfEngine& pe) -> py::object {
+        const int64_t step = (*pe).fast_rank_step();
+        return step < 0 ? py::none() : py::object(py::int_(step));
+      }, "k when every id of the backtracking encoder is its rank plus k (no map read), else None.")
       .def("token_string", [](const PyHfEngine& pe, int64_t id) -> py::object {
         const HfEngine& e = *pe;
         if (id < 0 || id >= e.token_string_count()) throw py::index_error("token id out of range");

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["Tokenizer", "AddedToken", "Encoding", "BatchArrays"]
 
 # Bump when the tokenizer.json cartridge layout or its META changes, so stale caches are rebuilt.
-_CACHE_GENERATION = 16  # 16: byte ranks numbered by id where the byte tokens are ids 0-255
+_CACHE_GENERATION = 17  # 17: byte ranks numbered by id where the byte tokens' ids are contiguous
 _MAGIC = b"CRAYONHF"
 
 
