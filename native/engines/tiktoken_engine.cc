@@ -502,8 +502,8 @@ const SafeCuts* TiktokenEngine::safe_cuts() const {
 const ShortTokenIndex* TiktokenEngine::short_tokens() const {
   std::call_once(short_tokens_once_, [&] {
     short_tokens_ = ShortTokenIndex::build(bpe_, pieces_.split_left, kinds_, static_cast<uint8_t>(TokenKind::kMergeable));
+    short_tokens_due_.store(true, std::memory_order_relaxed);  // built: every call may use it now
   });
-  short_tokens_due_.store(true, std::memory_order_relaxed);  // built: every call may use it now
   return short_tokens_.get();
 }
 
