@@ -11,7 +11,8 @@ What it answers:
      checks, deferred from load; docs/cartridge.md), and fresh-process import + load + first encode;
   3. `CrayonTokenizer.from_pretrained(folder saved by crayon-hf)` against stock
      `AutoTokenizer.from_pretrained` on the same folder; and the same on the shared folder itself
-     (not saved by crayon-hf), from its second load on (restored from the cache).
+     (not saved by crayon-hf), from its second load on (restored from the cache), and its first
+     load with an empty cache (the stock load, the state taken down, the cartridge compiled).
 
     python benchmarks/load.py                         # writes benchmarks/results/load.{md,json}
     python benchmarks/load.py --label before          # another build (run with its interpreter):
@@ -112,7 +113,8 @@ def measure(args: argparse.Namespace) -> dict:
     pretrained = ["qwen2_5", "gemma"] if args.quick else PRETRAINED
     n = 20 if args.quick else args.repeat
     tk, hf = build(work, hf_folders)
-    rows: dict = {"tiktoken": {}, "tokenizers": {}, "fresh": {}, "from_pretrained": {}, "from_pretrained_plain": {}}
+    rows: dict = {"tiktoken": {}, "tokenizers": {}, "fresh": {}, "from_pretrained": {}, "from_pretrained_plain": {},
+                  "from_pretrained_first": {}}
 
     for name, path in tk.items():
         row = {"file_mb": round(path.stat().st_size / 2**20, 1),
@@ -211,6 +213,25 @@ def measure(args: argparse.Namespace) -> dict:
         rows["from_pretrained_plain"][name] = {"crayon_ms": ours, "stock_ms": stock, "speedup": stock / ours,
                                                "backend_deferred": lazy}
         print("from_pretrained_plain", name, rows["from_pretrained_plain"][name], flush=True)
+        # The first load of all, with an empty cache: once per folder and machine (median of 3,
+        # each in a cache of its own).
+        firsts = []
+        previous = os.environ.get("CRAYON_HF_CACHE")
+        for _ in range(3):
+            with tempfile.TemporaryDirectory(dir=work) as empty:
+                os.environ["CRAYON_HF_CACHE"] = empty
+                try:
+                    t = time.perf_counter()
+                    CrayonTokenizer.from_pretrained(plain)
+                    firsts.append((time.perf_counter() - t) * 1e3)
+                finally:
+                    if previous is None:
+                        del os.environ["CRAYON_HF_CACHE"]
+                    else:
+                        os.environ["CRAYON_HF_CACHE"] = previous
+        first = statistics.median(firsts)
+        rows["from_pretrained_first"][name] = {"crayon_ms": first, "stock_ms": stock, "ratio": first / stock}
+        print("from_pretrained_first", name, rows["from_pretrained_first"][name], flush=True)
     return rows
 
 
@@ -242,6 +263,8 @@ def render(results: dict) -> str:
                         cells.append(f"{v:.1f}")
                     elif key == "speedup":
                         cells.append(f"{v:.0f}x")
+                    elif key == "ratio":
+                        cells.append(f"{v:.1f}x")
                     elif isinstance(v, float):
                         cells.append(f"{v:.3f}" if v < 10 else f"{v:.1f}")
                     else:
@@ -263,6 +286,9 @@ def render(results: dict) -> str:
     table("transformers face: `from_pretrained(the shared folder)`, second load on (ms)", "from_pretrained_plain",
           [("crayon_ms", "CrayonTokenizer"), ("stock_ms", "stock AutoTokenizer"), ("speedup", "speedup"),
            ("backend_deferred", "backend deferred")])
+    table("transformers face: `from_pretrained(the shared folder)`, first load, empty cache (ms)",
+          "from_pretrained_first",
+          [("crayon_ms", "CrayonTokenizer"), ("stock_ms", "stock AutoTokenizer"), ("ratio", "ours / stock")])
     return "\n".join(lines) + "\n"
 
 

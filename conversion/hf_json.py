@@ -150,6 +150,11 @@ def parse_tokenizer_json(text: str | bytes, source: str = "tokenizer.json", exac
     except RecursionError:
         # Python's json recurses per nesting level; no tokenizer.json nests more than a few levels.
         raise ValueError(f"{source} is nested too deeply to be a tokenizer.json") from None
+    return checked_tokenizer_json(data, source)
+
+
+def checked_tokenizer_json(data: Any, source: str = "tokenizer.json") -> dict[str, Any]:
+    """`data` (parsed JSON) when it has the shape of a tokenizer.json; else ValueError."""
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise ValueError(f"{source} is not a tokenizer.json: it has no 'model' object")
     return data

@@ -126,8 +126,22 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _may_be(recipe: str, value: Any, model: dict[str, Any]) -> bool:
+    """False where `recipe` cannot give `value` (checked without deriving it: a derived copy of a
+    256k vocabulary or merge list costs a quarter of a second)."""
+    tuples = isinstance(value, list) and (not value or isinstance(value[0], tuple))
+    if recipe == "vocab":
+        return type(value) is type(model.get("vocab"))
+    if recipe == "vocab_tuples":
+        return tuples and isinstance(model.get("vocab"), list)
+    return tuples and "merges" in model
+
+
 def _recipe_for(value: Any, tokenizer_json: dict[str, Any]) -> str | None:
+    model = tokenizer_json.get("model")
     for recipe in ("vocab", "vocab_tuples", "merges_tuples"):
+        if isinstance(model, dict) and not _may_be(recipe, value, model):
+            continue
         try:
             if _same(derive(recipe, tokenizer_json), value):
                 return recipe
@@ -176,27 +190,66 @@ def write_state(directory: Any, original: type, digest: str) -> bool:
     return True
 
 
-def capture(stock: Any, folder: str, digest: str | None = None) -> dict[str, Any] | None:
+class BackendJson:
+    """A stock backend's state as tokenizer.json (its to_str()), serialized once and parsed at
+    most once for everything a first load does with it: the state record (capture), the
+    cartridge's digest and its compile (CrayonTokenizer._crayon_sync). For a 256k vocabulary each
+    of those steps cost about a second when every one serialized or parsed the state again."""
+
+    def __init__(self, backend: Any) -> None:
+        self.text: str = backend.to_str()
+        self._parsed: dict[str, Any] | None = None
+        self._floats = False
+
+    def parsed(self) -> dict[str, Any]:
+        """The text parsed (floats correctly rounded, as parse_tokenizer_json's exact_floats);
+        the caller must not change it."""
+        if self._parsed is None:
+            floats: list[str] = []
+
+            def read_float(literal: str) -> float:
+                floats.append(literal)
+                return float(literal)  # what json reads a float with by default
+
+            self._parsed = json.loads(self.text, parse_float=read_float)
+            self._floats = bool(floats)
+        return self._parsed
+
+    def has_floats(self) -> bool:
+        """Whether the JSON holds any number with a fraction or an exponent."""
+        self.parsed()
+        return self._floats
+
+
+def capture(stock: Any, folder: str, digest: str | None = None,
+            source: BackendJson | None = None) -> dict[str, Any] | None:
     """The state record of `stock`, a tokenizer just loaded the stock way from `folder` (before
     anything changed it), or None when it would not round-trip exactly. `digest`: the sha256 its
-    backend's tokenizer.json must have (the cartridge's source); None takes the backend's."""
+    backend's tokenizer.json must have (the cartridge's source); None takes the backend's.
+    `source`: the backend's state, when the caller has it already."""
     backend = stock.__dict__.get("_tokenizer")
     if backend is None or getattr(backend, "__dict__", None):
         return None  # no backend, or one with wrappers set on the instance (CLIP's decode)
-    text = backend.to_str()
-    source = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    if digest is not None and source != digest:
+    if source is None:
+        source = BackendJson(backend)
+    text = source.text
+    source_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if digest is not None and source_sha256 != digest:
         return None  # the stock load would not map this cartridge
-    from tokenizers import Tokenizer as Backend
+    # The lazy backend is built from this text. tokenizers reads back what its to_str() wrote,
+    # except floats: its JSON float parsing is not always correctly rounded (Unigram scores come
+    # back an ulp off), so a state with floats must prove the round trip, and such folders load
+    # the stock way when it fails. (That proof, a second backend built and serialized, was 2.5 s
+    # of a 256k vocabulary's first load.)
+    if source.has_floats():
+        from tokenizers import Tokenizer as Backend
 
-    if Backend.from_str(text).to_str() != text:
-        # The lazy backend is built from this text; tokenizers' JSON float parsing is not always
-        # correctly rounded (Unigram scores come back an ulp off), so such folders load the stock way.
-        return None
+        if Backend.from_str(text).to_str() != text:
+            return None
     state = {k: v for k, v in stock.__dict__.items() if k != "_tokenizer" and not k.startswith("_crayon")}
     lazy: dict[str, str] = {}
     if any(name in state for name in LAZY_NAMES):
-        tokenizer_json = json.loads(text)
+        tokenizer_json = source.parsed()
         for name in LAZY_NAMES:
             if name in state:
                 recipe = _recipe_for(state[name], tokenizer_json)
@@ -219,7 +272,7 @@ def capture(stock: Any, folder: str, digest: str | None = None) -> dict[str, Any
         "format": STATE_FORMAT,
         **_versions(),
         "class": type(stock).__name__,
-        "source_sha256": source,
+        "source_sha256": source_sha256,
         "state": encoded,
         "lazy": lazy,
     }

@@ -21,7 +21,7 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 
 from crayon_hf import _cache as cache
@@ -256,15 +256,18 @@ class Tokenizer:
         return tok if tok is not None else cls._fallback(buffer, path, reason)
 
     @classmethod
-    def _native(cls, buffer: bytes, source: str, exact_floats: bool = False) -> tuple[Tokenizer | None, str, str]:
+    def _native(cls, buffer: bytes, source: str, exact_floats: bool = False,
+                parsed: Callable[[], dict[str, Any]] | None = None) -> tuple[Tokenizer | None, str, str]:
         """The tokenizer for a tokenizer.json, compiled into the cache on first use; or (None,
         JSON path of the component, reason) when the engine does not reproduce it. A refusal is
         remembered in the cache too, so the next load need not parse the file again.
-        `exact_floats`: the JSON is a live tokenizer's to_str() (see parse_tokenizer_json)."""
+        `exact_floats`: the JSON is a live tokenizer's to_str() (see parse_tokenizer_json).
+        `parsed`: gives `buffer` parsed as parse_tokenizer_json would, when the caller has (or
+        will need) it anyway; called only if the tokenizer is compiled."""
         import hashlib
 
         from crayon_hf.conversion.hf_json import (SUPPORT_GENERATION, Unsupported, build_hf_cartridge,
-                                                  parse_tokenizer_json, plan_native)
+                                                  checked_tokenizer_json, parse_tokenizer_json, plan_native)
 
         digest = hashlib.sha256(buffer).hexdigest()
         floats = "x" if exact_floats else ""
@@ -286,7 +289,8 @@ class Tokenizer:
             return None, str(path), str(reason)
         except (OSError, ValueError, TypeError):
             pass
-        data = parse_tokenizer_json(buffer, source, exact_floats)
+        data = parse_tokenizer_json(buffer, source, exact_floats) if parsed is None else \
+            checked_tokenizer_json(parsed(), source)
         try:
             # Post-processor and decoder are Python; check them before compiling anything.
             build_post_processor(data.get("post_processor"))

@@ -172,16 +172,17 @@ class CrayonTokenizer(TokenizersBackend):
                 self.__dict__[name] = derive(self.__dict__["_crayon_lazy"][name], source)
             return self.__dict__[name]
 
-    def _crayon_setup(self, cartridge: str | None = None) -> None:
+    def _crayon_setup(self, cartridge: str | None = None, source: Any = None) -> None:
         self._crayon_lock = threading.RLock()
-        self._crayon_sync(cartridge)
+        self._crayon_sync(cartridge, source)
 
-    def _crayon_sync(self, cartridge: str | None = None) -> None:
+    def _crayon_sync(self, cartridge: str | None = None, source: Any = None) -> None:
         """Compile (or find in the cache, or map `cartridge` when it was built from exactly this
-        state) the backend's current state."""
+        state) the backend's current state. `source`: that state already serialized (a
+        _pretrained_state.BackendJson of this backend, unchanged since)."""
         from crayon_hf.tokenizer import Tokenizer
 
-        text = self._tokenizer.to_str().encode("utf-8")
+        text = (source.text if source is not None else self._tokenizer.to_str()).encode("utf-8")
         digest = hashlib.sha256(text).hexdigest()
         engine = None
         if cartridge is not None and os.path.isfile(cartridge):
@@ -193,7 +194,8 @@ class CrayonTokenizer(TokenizersBackend):
                 engine = candidate
         if engine is None:
             # The stock backend is the fallback: no second reference tokenizer is built.
-            engine, path, reason = Tokenizer._native(text, source=f"{type(self).__name__} backend", exact_floats=True)
+            engine, path, reason = Tokenizer._native(text, source=f"{type(self).__name__} backend", exact_floats=True,
+                                                     parsed=source.parsed if source is not None else None)
             if engine is None:
                 warnings.warn(f"crayon-hf: {reason}; {type(self).__name__} runs on its tokenizers backend",
                               stacklevel=4)
@@ -746,7 +748,7 @@ def _restored(original: type, cartridge: str, state: dict[str, Any], lazy: dict[
 def _load_plain(path: Any, requested: type | None, kwargs: dict[str, Any], load: Any, explicit: bool) -> Any:
     """The load of a folder not saved by crayon-hf (or a hub id): the stock way the first time,
     restored from the cache after that (local folders; see _pretrained_state.FolderMemo)."""
-    from crayon_hf._pretrained_state import FolderMemo, capture, restore
+    from crayon_hf._pretrained_state import BackendJson, FolderMemo, capture, restore
 
     memo = FolderMemo.of(path, requested, kwargs)
     if memo is not None and isinstance(memo.record, dict):
@@ -759,15 +761,18 @@ def _load_plain(path: Any, requested: type | None, kwargs: dict[str, Any], load:
                 return tok
         memo.record = None  # stale (a cartridge trimmed from the cache, ...): taken again below
     stock = load()
-    record = None
+    record = source = None
     # (a class loaded from the folder's own code cannot be found by name: not remembered)
     if (memo is not None and memo.record is None and isinstance(stock, TokenizersBackend)
             and _class_exactly(type(stock).__name__) is type(stock)):
         try:
-            record = capture(stock, memo.folder)
+            backend = stock.__dict__.get("_tokenizer")
+            # The state serialized (and parsed) once, for the record and the compile alike.
+            source = BackendJson(backend) if backend is not None else None
+            record = capture(stock, memo.folder, source=source)
         except Exception:  # noqa: BLE001 -- remembering is an optimization; the load stands
             record = None
-    tok = _accelerate(stock, path, None, kwargs, explicit)
+    tok = _accelerate(stock, path, None, kwargs, explicit, source)
     if memo is None or memo.record is not None:
         return tok
     engine = getattr(tok, "_crayon", None)
@@ -782,8 +787,9 @@ def _load_plain(path: Any, requested: type | None, kwargs: dict[str, Any], load:
 
 
 def _accelerate(stock: Any, path: Any, entry: dict[str, Any] | None, kwargs: dict[str, Any],
-                explicit: bool) -> Any:
-    """Move a freshly loaded stock tokenizer to its CrayonTokenizer class and compile it."""
+                explicit: bool, source: Any = None) -> Any:
+    """Move a freshly loaded stock tokenizer to its CrayonTokenizer class and compile it.
+    `source`: its backend's state, serialized already (_pretrained_state.BackendJson)."""
     if isinstance(stock, CrayonTokenizer):
         return stock
     if not isinstance(stock, TokenizersBackend):
@@ -794,7 +800,7 @@ def _accelerate(stock: Any, path: Any, entry: dict[str, Any] | None, kwargs: dic
             )
         return stock
     stock.__class__ = _crayon_class(type(stock))
-    stock._crayon_setup(_cartridge_of(path, entry, kwargs))
+    stock._crayon_setup(_cartridge_of(path, entry, kwargs), source)
     return stock
 
 
