@@ -107,6 +107,25 @@ def test_restored_without_backend(name):
     assert isinstance(auto, CrayonTokenizer) and "_tokenizer" not in auto.__dict__
 
 
+def test_backend_state_read_once_and_its_floats_seen():
+    """A first load serializes the stock backend once (BackendJson) and proves the state's round
+    trip through tokenizers only where it holds floats, the values tokenizers may read back an ulp
+    off; numbers inside strings are not floats."""
+    from tokenizers import Tokenizer as Backend
+    from tokenizers import models
+
+    from crayon_hf._pretrained_state import BackendJson
+
+    vocab = {"1": 0, ".": 1, "5": 2, "1.": 3, "1.5": 4, "1e5": 5}
+    merges = [("1", "."), ("1.", "5")]
+    plain = BackendJson(Backend(models.BPE(vocab=dict(vocab), merges=list(merges))))
+    assert plain.parsed() is plain.parsed()
+    assert plain.parsed()["model"]["vocab"] == vocab and not plain.has_floats()
+    assert Backend.from_str(plain.text).to_str() == plain.text
+    assert BackendJson(Backend(models.BPE(vocab=dict(vocab), merges=list(merges), dropout=0.1))).has_floats()
+    assert BackendJson(Backend(models.Unigram([("a", -1.5), ("b", -2.0)], 0, False))).has_floats()
+
+
 def test_folder_without_tokenizer_json(tmp_path):
     """crayon.dat + tokenizer_config.json (+ crayon_state.json) is a complete folder; saving it
     again writes tokenizer.json, so transformers alone can load the copy."""
