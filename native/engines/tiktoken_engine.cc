@@ -533,7 +533,7 @@ void TiktokenEngine::for_each_piece(std::string_view seg, F&& f) const {
   PieceBlocks::Pattern block_pattern;
   if (PieceBlocks::pattern_of(pattern_, block_pattern)) {
     PieceBlocks blocks(block_pattern, seg);
-    for (size_t start = 0, end = 0; blocks.next(start, end);) f(s + start, end - start);
+    blocks.for_each([&](size_t start, size_t end) { f(s + start, end - start); }, [] { return true; });
     return;
   }
   while (pos < seg.size()) {
@@ -679,9 +679,11 @@ size_t TiktokenEngine::encode_blocks(PieceBlocks::Pattern pattern, std::string_v
   encode_cached(text, out, nullptr, [&](auto&& f) {
     const uint8_t* s = reinterpret_cast<const uint8_t*>(text.data());
     PieceBlocks blocks(pattern, text);
-    // out lags the pieces handed over by the pipeline (at most three batches), so a limit stops
-    // the text a little past it: still between pieces, as the limit allows.
-    for (size_t start = 0, end = 0; out.size() < limit && blocks.next(start, end); ++pieces) f(s + start, end - start);
+    // out lags the pieces handed over by the pipeline (at most three batches) and the limit is
+    // asked once per run of pieces the scanner proves (at most 64), so a limit stops the text a
+    // little past it: still between pieces, as the limit allows.
+    pieces = blocks.for_each([&](size_t start, size_t end) { f(s + start, end - start); },
+                             [&] { return out.size() < limit; });
   });
   return pieces;
 }

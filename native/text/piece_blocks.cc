@@ -472,16 +472,15 @@ inline bool ascii8(const uint8_t* s, size_t n, size_t pos) {
 
 bool PieceBlocks::refill() {
   count_ = taken_ = 0;
+  mask_ = 0;
   if (pos_ >= n_) return false;
   if (rules_ != Rules::kNone) {
     // ASCII ahead: a block of bytes (where it proves nothing, a run longer than a block, the
     // scanner's turn); else, where the pattern allows, a block of characters.
     if (ascii8(s_, n_, pos_)) {
-      count_ = static_cast<uint32_t>(scan_block());
-      if (count_ != 0) return true;
+      if (scan_block()) return true;
     } else if (transcodes()) {
-      count_ = static_cast<uint32_t>(scan_transcoded());
-      if (count_ != 0) return true;
+      if (scan_transcoded()) return true;
     }
   }
   do {
@@ -492,7 +491,7 @@ bool PieceBlocks::refill() {
   return true;
 }
 
-size_t PieceBlocks::scan_block() {
+bool PieceBlocks::scan_block() {
   const size_t avail = n_ - pos_;
   const uint8_t* p = s_ + pos_;
   alignas(16) uint8_t padded[64];
@@ -510,7 +509,7 @@ size_t PieceBlocks::scan_block() {
   return commit(p, c, len, static_cast<size_t>(len) == avail, nullptr);
 }
 
-size_t PieceBlocks::scan_transcoded() {
+bool PieceBlocks::scan_transcoded() {
   // Up to 64 characters from pos_, one byte each: ASCII as itself, any other character as an
   // ASCII byte of its class under the pattern (a letter 'a', a number '0', whitespace '\t', else
   // '!'; U+017F LATIN SMALL LETTER LONG S is 's' where contractions fold case, as `(?i:'s)`
@@ -543,7 +542,7 @@ size_t PieceBlocks::scan_transcoded() {
   return commit(stand, c, k, i == n_, at);
 }
 
-[[gnu::always_inline]] inline size_t PieceBlocks::commit(const uint8_t* p, const BlockClasses& c, int len, bool at_end,
+[[gnu::always_inline]] inline bool PieceBlocks::commit(const uint8_t* p, const BlockClasses& c, int len, bool at_end,
                                                     const uint32_t* at) {
   const uint64_t valid = len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1;
   Block b;
@@ -601,11 +600,16 @@ size_t PieceBlocks::scan_transcoded() {
   const int last = highest_at_or_below(starts, limit);
   if (last <= 0 && !whole) return 0;
   uint64_t ends = whole ? starts & ~uint64_t{1} : starts & ~uint64_t{1} & ((uint64_t{2} << last) - 1);
-  size_t count = 0;
+  uint32_t count = 0;
   if (at == nullptr) {
-    for (; ends != 0; ends &= ends - 1) ends_[count++] = pos_ + static_cast<size_t>(__builtin_ctzll(ends));
+    mask_ = ends;  // read off bit by bit as the pieces are handed out
+    base_ = pos_;
   } else {
-    for (; ends != 0; ends &= ends - 1) ends_[count++] = pos_ + at[__builtin_ctzll(ends)];
+    // Through locals: a store to ends_ might be, for all the compiler knows, a store to pos_.
+    size_t* w = ends_;
+    const size_t base = pos_;
+    for (; ends != 0; ends &= ends - 1) *w++ = base + at[__builtin_ctzll(ends)];
+    count = static_cast<uint32_t>(w - ends_);
   }
   if (whole) {
     ends_[count++] = n_;
@@ -613,7 +617,8 @@ size_t PieceBlocks::scan_transcoded() {
   } else {
     pos_ += at == nullptr ? static_cast<size_t>(last) : at[last];
   }
-  return count;
+  count_ = count;
+  return mask_ != 0 || count != 0;
 }
 
 }  // namespace crayon
