@@ -190,6 +190,18 @@ def test_long_piece_cache_native(tmp_path):
     run_native(exe, [])
 
 
+@pytest.mark.parametrize("flags", [[], ["-U__SSE2__"]], ids=["as-built", "plain-loop"])
+def test_rank_step_native(tmp_path, flags):
+    # native/core/rank_step.h (the ids-only loop's ranks made ids, four at a time with SSE2)
+    # against the plain loop: every tail length, the edges of the signed compare, an out-of-range
+    # rank at every position (tests/native/test_rank_step.cc).
+    exe = tmp_path / "test_rank_step"
+    built = compile_cxx(cxx_compiler("the rank step test"), [ROOT / "tests" / "native" / "test_rank_step.cc"], exe,
+                        ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", *flags])
+    assert built.returncode == 0, built.stderr
+    run_native(exe, [])
+
+
 def test_short_token_index_answers_every_short_token_as_tiktoken(pair):
     # Every ASCII-led token of up to 16 bytes that is UTF-8, in texts where most of them are a
     # piece of their own: each one the index holds comes back from it (cold, after a clear), the

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "core/double_array.h"
+#include "core/rank_step.h"
 #include "models/hf_model.h"
 #include "models/word_cache.h"
 
@@ -176,16 +177,8 @@ class HfBpeModel final : public HfModel {
     const uint32_t from = rank_step_from_, step = rank_step_, n_ranks = n_ranks_;
     const uint32_t* const table = rank_to_id_;
     uint32_t bad = 0;
-    if (from == 0) {
-      // Every id is its rank plus the step (build_fast_path numbers byte ranks by id where it
-      // can): a loop the compiler vectorizes.
-      for (size_t i = 0; i < n; ++i) {
-        const uint32_t r = ids[i];
-        bad |= static_cast<uint32_t>(r >= n_ranks);
-        ids[i] = r + step;
-      }
-      return bad == 0;
-    }
+    // Every id is its rank plus the step (build_fast_path numbers byte ranks by id where it can).
+    if (from == 0) return add_rank_step(ids, n, step, n_ranks);
     for (size_t i = 0; i < n; ++i) {
       const uint32_t r = ids[i];
       bad |= static_cast<uint32_t>(r >= n_ranks);

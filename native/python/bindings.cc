@@ -281,18 +281,25 @@ class PyEngine {
   // Memory: 8 MiB of address space, of which the pages of ids in use are touched, plus 32 bytes
   // per distinct id met (at most 6.4 MB for o200k). Ints are immutable, so sharing one object is
   // invisible to callers. Call with the GIL held.
-  static PyObject* interned_id(uint32_t id) {
-    constexpr uint32_t kInterned = 1u << 20;  // every shared vocabulary's ids are below this
-    static PyObject** table = static_cast<PyObject**>(std::calloc(kInterned, sizeof(PyObject*)));
-    if (id >= kInterned || table == nullptr) return PyLong_FromUnsignedLong(id);
-    PyObject* o = table[id];
-    if (o == nullptr) {
-      o = PyLong_FromUnsignedLong(id);
+  static constexpr uint32_t kInterned = 1u << 20;  // every shared vocabulary's ids are below this
+  static PyObject** interned_table() {
+    static PyObject** const table = static_cast<PyObject**>(std::calloc(kInterned, sizeof(PyObject*)));
+    return table;
+  }
+  // `table` is interned_table(), read once by a caller's loop (its guard is a load and a branch).
+  static PyObject* interned_id(PyObject** table, uint32_t id) {
+    if (id < kInterned && table != nullptr) {
+      if (PyObject* o = table[id]; o != nullptr) {
+        Py_INCREF(o);
+        return o;
+      }
+      PyObject* o = PyLong_FromUnsignedLong(id);
       if (o == nullptr) return nullptr;
       table[id] = o;  // the table's reference, never released
+      Py_INCREF(o);
+      return o;
     }
-    Py_INCREF(o);
-    return o;
+    return PyLong_FromUnsignedLong(id);
   }
 
   py::list to_list(const std::vector<uint32_t>& ids) const { return id_list(ids.data(), ids.size()); }
@@ -316,8 +323,9 @@ class PyEngine {
       Py_INCREF(v);
       PyList_SET_ITEM(list, i, v);
     }
+    PyObject** const table = interned_table();
     for (size_t i = 0; i < n; ++i) {
-      PyObject* v = interned_id(ids[i]);
+      PyObject* v = interned_id(table, ids[i]);
       if (v == nullptr) {
         Py_DECREF(list);
         throw py::error_already_set();
