@@ -1,7 +1,7 @@
 """The block pre-tokenizer (native/text/piece_blocks.cc) against the scalar scanners.
 
 `split_pieces(pattern, text, mode)`: "auto" is what the engines run (64-byte blocks classified with
-AVX-512BW where the CPU has it, else SSE2 on x86-64), "avx512" and "sse2" name one of those
+AVX-512BW where the CPU has it, else AVX2, else SSE2 on x86-64), "avx512", "avx2" and "sse2" name one of those
 classifiers (every one the machine has is checked), "portable" the same rules over the table
 classifier every platform has, "scalar"
 the per-piece scanners alone, which tests/test_pretokenize.py holds to tiktoken's own regex (its
@@ -136,18 +136,20 @@ def test_mode_is_checked():
 
 def test_block_modes():
     """block_modes() lists what split_pieces runs as itself: the portable table and the scalar
-    scanners everywhere, SSE2 on x86-64, AVX-512 where the CPU has it; a mode the machine lacks
+    scanners everywhere, SSE2 on x86-64, AVX2 and AVX-512 where the CPU has them; a mode the machine lacks
     is refused by name rather than quietly run as another."""
     import platform
 
     modes = block_modes()
     assert {"auto", "portable", "scalar"} <= set(modes)
-    assert set(modes) <= {"auto", "avx512", "sse2", "portable", "scalar"}
+    assert set(modes) <= {"auto", "avx512", "avx2", "sse2", "portable", "scalar"}
     if platform.machine().lower() in ("x86_64", "amd64"):
         assert "sse2" in modes
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     if platform.machine().lower() in ("x86_64", "amd64") and " avx512bw" in flags:
         assert "avx512" in modes
-    for missing in {"avx512", "sse2"} - set(modes):
+    if platform.machine().lower() in ("x86_64", "amd64") and " avx2" in flags:
+        assert "avx2" in modes
+    for missing in {"avx512", "avx2", "sse2"} - set(modes):
         with pytest.raises(ValueError, match="not available"):
             split_pieces("cl100k", "abc", missing)

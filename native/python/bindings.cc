@@ -1491,8 +1491,8 @@ void bind_hf(py::module_& m) {
 // split_pieces' modes by name; one the CPU lacks is refused rather than quietly run as another.
 constexpr std::pair<const char*, PieceBlocks::Mode> kBlockModes[] = {
     {"auto", PieceBlocks::Mode::kAuto},         {"avx512", PieceBlocks::Mode::kAvx512},
-    {"sse2", PieceBlocks::Mode::kSse2},         {"portable", PieceBlocks::Mode::kPortable},
-    {"scalar", PieceBlocks::Mode::kScalar}};
+    {"avx2", PieceBlocks::Mode::kAvx2},         {"sse2", PieceBlocks::Mode::kSse2},
+    {"portable", PieceBlocks::Mode::kPortable}, {"scalar", PieceBlocks::Mode::kScalar}};
 
 PieceBlocks::Mode block_mode(const std::string& name) {
   for (const auto& [n, mode] : kBlockModes) {
@@ -1500,7 +1500,7 @@ PieceBlocks::Mode block_mode(const std::string& name) {
     if (!PieceBlocks::available(mode)) throw py::value_error("mode '" + name + "' is not available on this CPU or build (see block_modes())");
     return mode;
   }
-  throw py::value_error("mode must be 'auto', 'avx512', 'sse2', 'portable' or 'scalar', not '" + name + "'");
+  throw py::value_error("mode must be 'auto', 'avx512', 'avx2', 'sse2', 'portable' or 'scalar', not '" + name + "'");
 }
 
 }  // namespace
@@ -1760,7 +1760,7 @@ PYBIND11_MODULE(_crayon, m) {
     return out;
   }, py::arg("pattern"), py::arg("text"), py::arg("mode") = "auto",
      "Pre-token byte ranges of text under a native split pattern. mode: 'auto' (block scanner where the "
-     "pattern has one, as the engines run it), 'avx512' or 'sse2' (the same with that classifier, where "
+     "pattern has one, as the engines run it), 'avx512', 'avx2' or 'sse2' (the same with that classifier, where "
      "block_modes() lists it), 'portable' (the same with the table classifier) or 'scalar' (the per-piece "
      "scanners alone).");
 

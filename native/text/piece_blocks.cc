@@ -168,10 +168,61 @@ void contraction_letters_sse2(const uint8_t* p, ContractionLetters& k) {
 }
 #endif
 
+// AVX2: the SSE2 classifier on two 32-byte halves, about half its instructions (callgrind, new
+// text, whole encode: o200k_base English -4.6% instructions, cl100k_base -3.6%, qwen2_5 -3.4%).
+// An earlier wall-clock comparison found it no faster than SSE2, within that machine's noise.
+// Compiled for that target alone and called only where the CPU has it (cpu_has_avx2); as a
+// call, since code of another target is not inlined.
+#if defined(CRAYON_BLOCKS_AVX512)
+#define CRAYON_TARGET_AVX2 __attribute__((target("avx2")))
+CRAYON_TARGET_AVX2 inline __m256i splat32(char c) { return _mm256_set1_epi8(c); }
+CRAYON_TARGET_AVX2 inline uint64_t bits32(__m256i v, int half) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(v))) << (32 * half);
+}
+// Bytes in [lo, hi] (lo > 0; bytes >= 0x80 are negative as signed and never match).
+CRAYON_TARGET_AVX2 inline __m256i in_range32(__m256i v, char lo, char hi) {
+  return _mm256_and_si256(_mm256_cmpgt_epi8(v, splat32(static_cast<char>(lo - 1))),
+                          _mm256_cmpgt_epi8(splat32(static_cast<char>(hi + 1)), v));
+}
+
+template <bool kExtra>
+CRAYON_TARGET_AVX2 void classify_avx2(const uint8_t* p, Classes& c) {
+  uint64_t nonascii = 0, letter = 0, digit = 0, space = 0, newline = 0, other_ws = 0, apos = 0;
+  uint64_t upper = 0, slash = 0, control = 0;
+  for (int i = 0; i < 2; ++i) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * i));
+    const __m256i folded = _mm256_or_si256(v, splat32(0x20));
+    const __m256i nl = _mm256_or_si256(_mm256_cmpeq_epi8(v, splat32('\n')), _mm256_cmpeq_epi8(v, splat32('\r')));
+    const __m256i ws_range = in_range32(v, 9, 13);
+    nonascii |= bits32(v, i);
+    letter |= bits32(in_range32(folded, 'a', 'z'), i);
+    digit |= bits32(in_range32(v, '0', '9'), i);
+    space |= bits32(_mm256_cmpeq_epi8(v, splat32(' ')), i);
+    newline |= bits32(nl, i);
+    other_ws |= bits32(_mm256_andnot_si256(nl, ws_range), i);
+    apos |= bits32(_mm256_cmpeq_epi8(v, splat32('\'')), i);
+    if constexpr (kExtra) {
+      upper |= bits32(in_range32(v, 'A', 'Z'), i);
+      slash |= bits32(_mm256_cmpeq_epi8(v, splat32('/')), i);
+      // (bytes >= 0x80 are negative and count as below 0x20 here; they are never valid bytes)
+      const __m256i below_space = _mm256_andnot_si256(ws_range, _mm256_cmpgt_epi8(splat32(0x20), v));
+      control |= bits32(_mm256_or_si256(below_space, _mm256_cmpeq_epi8(v, splat32(0x7F))), i);
+    }
+  }
+  c.nonascii = nonascii, c.letter = letter, c.digit = digit, c.space = space, c.newline = newline;
+  c.other_ws = other_ws, c.apos = apos;
+  if constexpr (kExtra) c.upper = upper, c.slash = slash, c.control = control;
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
 // AVX-512BW: the whole block in one register and every class a mask, no movemask per 16 bytes.
 // Compiled for that target alone and called only where the CPU (and OS) has it (cpu_has_avx512bw),
-// so the module still runs on baseline x86-64. AVX2 was measured too: no faster than SSE2 here
-// (two halves and their movemasks), so it is not built.
+// so the module still runs on baseline x86-64.
 #if defined(CRAYON_BLOCKS_AVX512)
 #define CRAYON_TARGET_AVX512 __attribute__((target("avx512bw")))
 CRAYON_TARGET_AVX512 inline __m512i splat64(char c) { return _mm512_set1_epi8(c); }
@@ -218,11 +269,12 @@ struct StandIns {
 };
 constexpr StandIns kStandIns;
 
-// The classifier of a resolved mode (kAvx512, kSse2 or kPortable; see PieceBlocks::resolve).
+// The classifier of a resolved mode (kAvx512, kAvx2, kSse2 or kPortable; see PieceBlocks::resolve).
 template <bool kExtra>
 [[gnu::always_inline]] inline void classify(PieceBlocks::Mode mode, const uint8_t* p, Classes& c) {
 #if defined(CRAYON_BLOCKS_AVX512)
   if (mode == PieceBlocks::Mode::kAvx512) return classify_avx512<kExtra>(p, c);
+  if (mode == PieceBlocks::Mode::kAvx2) return classify_avx2<kExtra>(p, c);
 #endif
 #if defined(__SSE2__)
   if (mode == PieceBlocks::Mode::kSse2) return classify_sse2<kExtra>(p, c);
@@ -230,7 +282,7 @@ template <bool kExtra>
   classify_portable<kExtra>(p, c);
 }
 
-// Contraction letters are needed only by blocks with an apostrophe: SSE2 serves the AVX-512 mode too.
+// Contraction letters are needed only by blocks with an apostrophe: SSE2 serves the AVX modes too.
 void contraction_letters(PieceBlocks::Mode mode, bool fold, const uint8_t* p, ContractionLetters& k) {
 #if defined(__SSE2__)
   if (mode != PieceBlocks::Mode::kPortable) return fold ? contraction_letters_sse2<true>(p, k) : contraction_letters_sse2<false>(p, k);
@@ -426,6 +478,12 @@ bool PieceBlocks::available(Mode mode) {
 #else
       return false;
 #endif
+    case Mode::kAvx2:
+#if defined(CRAYON_BLOCKS_AVX512)
+      return cpu_has_avx2();
+#else
+      return false;
+#endif
     case Mode::kSse2:
 #if defined(__SSE2__)
       return true;
@@ -441,7 +499,9 @@ bool PieceBlocks::available(Mode mode) {
 
 PieceBlocks::Mode PieceBlocks::resolve(Mode mode) {
   if (mode == Mode::kAuto || !available(mode)) {
-    return available(Mode::kAvx512) ? Mode::kAvx512 : available(Mode::kSse2) ? Mode::kSse2 : Mode::kPortable;
+    if (available(Mode::kAvx512)) return Mode::kAvx512;
+    if (available(Mode::kAvx2)) return Mode::kAvx2;
+    return available(Mode::kSse2) ? Mode::kSse2 : Mode::kPortable;
   }
   return mode;
 }

@@ -7,7 +7,7 @@
 // Why: the hand-written scanners of pretokenize.cc spend ~9-10 ns per English piece, and most of
 // it is the mispredicted branch on what kind of piece comes next (a word, a space run, a
 // punctuation run) and how long it is. Here a block of 64 bytes is classified at once (AVX-512BW
-// where the CPU has it, else SSE2 on x86-64, a table elsewhere), the rules of the pattern become masks of "a piece starts here"
+// where the CPU has it, else AVX2, else SSE2 on x86-64, a table elsewhere), the rules of the pattern become masks of "a piece starts here"
 // (piece_blocks.cc derives each from the pattern), and the pieces come out of a loop over the set
 // bits, whose only unpredictable branch is its exit.
 //
@@ -44,11 +44,11 @@ class PieceBlocks {
   enum class Pattern : uint8_t { kR50k, kCl100k, kLlama3, kQwen2, kO200k, kDeepSeekV3 };
 
   // How blocks are classified: kAuto is the fastest this CPU has (AVX-512BW where the CPU and OS
-  // have it, else SSE2 on x86-64, else the table); kAvx512, kSse2 and kPortable (the table every
-  // platform has) name one, for tests and benchmarks (one the CPU lacks runs as kAuto; see
-  // available()); kScalar no blocks at all, the scanners alone. Every classifier yields the same
-  // masks, so the pieces never depend on the mode.
-  enum class Mode : uint8_t { kAuto, kAvx512, kSse2, kPortable, kScalar };
+  // have it, else AVX2, else SSE2 on x86-64, else the table); kAvx512, kAvx2, kSse2 and kPortable
+  // (the table every platform has) name one, for tests and benchmarks (one the CPU lacks runs as
+  // kAuto; see available()); kScalar no blocks at all, the scanners alone. Every classifier
+  // yields the same masks, so the pieces never depend on the mode.
+  enum class Mode : uint8_t { kAuto, kAvx512, kAvx2, kSse2, kPortable, kScalar };
 
   // Whether `mode` runs as itself on this CPU and build (kAuto, kPortable, kScalar always do).
   static bool available(Mode mode);
