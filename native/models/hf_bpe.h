@@ -175,10 +175,10 @@ class HfBpeModel final : public HfModel {
   // in text without a pattern a predictor learns, and the branch cost 2-3 ns per token.
   bool ids_of_ranks(uint32_t* ids, size_t n) const {
     const uint32_t from = rank_step_from_, step = rank_step_, n_ranks = n_ranks_;
-    const uint32_t* const table = rank_to_id_;
-    uint32_t bad = 0;
     // Every id is its rank plus the step (build_fast_path numbers byte ranks by id where it can).
     if (from == 0) return add_rank_step(ids, n, step, n_ranks);
+    const uint32_t* const table = rank_to_id_;
+    uint32_t bad = 0;
     for (size_t i = 0; i < n; ++i) {
       const uint32_t r = ids[i];
       bad |= static_cast<uint32_t>(r >= n_ranks);

@@ -288,18 +288,15 @@ class PyEngine {
   }
   // `table` is interned_table(), read once by a caller's loop (its guard is a load and a branch).
   static PyObject* interned_id(PyObject** table, uint32_t id) {
-    if (id < kInterned && table != nullptr) {
-      if (PyObject* o = table[id]; o != nullptr) {
-        Py_INCREF(o);
-        return o;
-      }
-      PyObject* o = PyLong_FromUnsignedLong(id);
+    if (id >= kInterned || table == nullptr) return PyLong_FromUnsignedLong(id);
+    PyObject* o = table[id];
+    if (o == nullptr) {
+      o = PyLong_FromUnsignedLong(id);
       if (o == nullptr) return nullptr;
       table[id] = o;  // the table's reference, never released
-      Py_INCREF(o);
-      return o;
     }
-    return PyLong_FromUnsignedLong(id);
+    Py_INCREF(o);
+    return o;
   }
 
   py::list to_list(const std::vector<uint32_t>& ids) const { return id_list(ids.data(), ids.size()); }
