@@ -456,10 +456,11 @@ def test_floats_are_read_as_tokenizers_reads_them():
 
 def test_deepseek_cjk_runs_of_every_kana_like_tokenizers():
     """A run of DeepSeek-V3's cjk class made only of letters and marks is one piece, found without
-    the `words` search (deepseek_split.cc, cjk_letters_only); any other character of the class (a
+    the `words` search (deepseek_split.cc, cjk_run); any other character of the class (a
     middle dot, a sound mark that is a symbol, an unassigned one) sends the run to the search.
-    Every character of U+3040-U+30FF inside and around runs of ideographs, and the ideographs at
-    the ends of the class's range."""
+    Every character of U+3040-U+30FF inside and around runs of ideographs, the ideographs at
+    the ends of the class's range, and runs of every length up to 7 ending in the text's last
+    bytes or in characters just outside the range (the run loop reads four bytes at a time)."""
     import support
 
     ours, ref = support.hf_pair("deepseek_v3")
@@ -468,6 +469,8 @@ def test_deepseek_cjk_runs_of_every_kana_like_tokenizers():
         c = chr(cp)
         texts += [c, c * 3, "中" + c + "文", c + "漢字" + c, "ひら" + c + "がな", " " + c + "x", "1" + c + "2"]
     texts += ["一龥", "龥\u9fa6一", "\u4dff一", "一\u4dff", "中文" * 50, "かな" * 40 + "・" + "カナ" * 40]
+    texts += [run + end for k in range(1, 8) for run in ("龥" * k, "一" * k, "中か" * k)
+              for end in ("", "\u9fa6", "\u4dff", "。", "a", "é", "1", "\U0001f600")]
     for text in texts:
         assert_same_encoding(ours.encode(text), ref.encode(text), repr(text))
         assert ours.encode(text).ids == ref.encode(text).ids

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crayon_hf._crayon import block_modes, split_pieces
-from support import corpus_files, corpus_text
+from support import ROOT, compile_cxx, corpus_files, corpus_text, cxx_compiler, run_native
 
 PATTERNS = ("r50k", "cl100k", "llama3", "qwen2", "o200k", "deepseek_v3")
 MODES = tuple(m for m in block_modes() if m != "scalar")  # every classifier this machine runs
@@ -153,3 +153,14 @@ def test_block_modes():
     for missing in {"avx512", "avx2", "sse2"} - set(modes):
         with pytest.raises(ValueError, match="not available"):
             split_pieces("cl100k", "abc", missing)
+
+
+def test_utf8_decoders_native(tmp_path):
+    # native/core/utf8.h: decode() and the scanners' inline decode_common() against the Unicode
+    # table of well-formed sequences, for every first three bytes and every count of readable
+    # bytes, under ASan/UBSan (tests/native/test_utf8.cc).
+    exe = tmp_path / "test_utf8"
+    built = compile_cxx(cxx_compiler("the UTF-8 decoder test"), [ROOT / "tests" / "native" / "test_utf8.cc"], exe,
+                        ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+    assert built.returncode == 0, built.stderr
+    run_native(exe, [])

@@ -68,10 +68,13 @@ inline Decoded decode(const uint8_t* p, const uint8_t* end) {
   if (b0 < 0x80) return {b0, 1};
   const size_t avail = static_cast<size_t>(end - p);
   if (b0 >= 0xC2 && b0 < 0xE0 && avail >= 2 && is_continuation(p[1])) return {(b0 & 0x1F) << 6 | (p[1] & 0x3Fu), 2};
-  // After E0 the second byte is A0-BF (no overlongs), after ED 80-9F (no surrogates).
-  if (b0 >= 0xE0 && b0 < 0xF0 && avail >= 3 && p[1] >= (b0 == 0xE0 ? 0xA0 : 0x80) &&
-      p[1] <= (b0 == 0xED ? 0x9F : 0xBF) && is_continuation(p[2])) {
-    return {three_byte_cp(p), 3};
+  if ((b0 & 0xF0) == 0xE0 && avail >= 3) {
+    // Two continuation bytes, and a code point that is neither an overlong form (E0 80-9F ..,
+    // below U+0800) nor a surrogate (ED A0-BF .., U+D800-U+DFFF): checked on the code point,
+    // fewer tests than the lead-dependent ranges of the second byte.
+    const uint32_t b1 = p[1], b2 = p[2];
+    const uint32_t cp = (b0 & 0x0F) << 12 | (b1 & 0x3F) << 6 | (b2 & 0x3F);
+    if (((b1 | b2 << 8) & 0xC0C0) == 0x8080 && cp >= 0x800 && cp - 0xD800 >= 0x800) return {cp, 3};
   }
   return decode(p, end);
 }

@@ -90,11 +90,11 @@ class SafeCuts {
     if (n == 0) return;
     const uint8_t* const end = piece + n;
     size_t begin = 0, prev = 0;
-    utf8::Decoded x = utf8::decode(piece, end);
+    utf8::Decoded x = utf8::decode_common(piece, end);
     uint32_t known = one_character_token(x);
     bool one_character = true;  // the current part is x alone
     for (size_t at = x.len; at < n;) {
-      const utf8::Decoded y = utf8::decode(piece + at, end);
+      const utf8::Decoded y = utf8::decode_common(piece + at, end);
       const uint32_t j = x.cp != utf8::kInvalid && y.cp != utf8::kInvalid
                              ? join(piece + prev, x.len, x.cp, piece + at, y.len, y.cp)
                              : kJoined;

@@ -34,6 +34,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 
 #include "core/utf8.h"
@@ -159,27 +160,56 @@ size_t words_end(const Text& t, size_t i, const Char& c) {
 inline bool is_cjk(uint32_t cp) { return (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x4E00 && cp <= 0x9FA5); }
 
 // Every character of the cjk class is three bytes led by E3..E9 (U+3040 is E3 81 80, U+9FA5 is
-// E9 BE A5). The length of the class character at pos, or 0.
-inline size_t cjk_at(const uint8_t* s, size_t n, size_t pos) {
-  if (static_cast<uint8_t>(s[pos] - 0xE3) > 0xE9 - 0xE3) return 0;
-  const utf8::Decoded d = utf8::decode(s + pos, s + n);
-  return d.cp != utf8::kInvalid && is_cjk(d.cp) ? d.len : 0;
+// E9 BE A5). The code point of the class character at pos, or 0. Only the continuation bits are
+// checked: the leads E0 and ED that would need narrower second bytes give code points outside
+// the class (overlong forms below U+0800, surrogates), so this agrees with utf8::decode.
+inline uint32_t cjk_cp(const uint8_t* s, size_t n, size_t pos) {
+  if (n - pos < 3) return 0;
+  const uint32_t b0 = s[pos], b1 = s[pos + 1], b2 = s[pos + 2];
+  if ((b0 & 0xF0) != 0xE0 || (b1 & 0xC0) != 0x80 || (b2 & 0xC0) != 0x80) return 0;
+  const uint32_t cp = (b0 & 0x0F) << 12 | (b1 & 0x3F) << 6 | (b2 & 0x3F);
+  return is_cjk(cp) ? cp : 0;
 }
 
-// Whether every character of a run of the cjk class, s[from, to), is a letter or a mark: then
-// the `words` alternative [\p{L}\p{M}]+ matches the run whole, and the run is one piece. The
-// ideographs U+4E00-U+9FA5 are all letters (Lo); of U+3040-U+30FF the VM's tables say, once.
-bool cjk_letters_only(const uint8_t* s, size_t from, size_t to) {
-  static const std::array<bool, 0xC0> kana = [] {
-    std::array<bool, 0xC0> t{};
-    for (uint32_t k = 0; k < t.size(); ++k) t[k] = (classify(0x3040 + k) & (kL | kM)) != 0;
-    return t;
-  }();
-  for (size_t i = from; i < to; i += 3) {  // the class's characters are all three bytes long
-    const uint32_t cp = utf8::three_byte_cp(s + i);
-    if (cp < 0x4E00 && !kana[cp - 0x3040]) return false;
+// The length of the class character at pos, or 0.
+inline size_t cjk_at(const uint8_t* s, size_t n, size_t pos) { return cjk_cp(s, n, pos) != 0 ? 3 : 0; }
+
+// Which kana of U+3040-U+30FF are letters or marks, as the VM's tables say. (The ideographs
+// U+4E00-U+9FA5 are all letters, Lo.)
+const std::array<bool, 0xC0> kKanaLetters = [] {
+  std::array<bool, 0xC0> t{};
+  for (uint32_t k = 0; k < t.size(); ++k) t[k] = (classify(0x3040 + k) & (kL | kM)) != 0;
+  return t;
+}();
+
+struct CjkRun {
+  size_t end;
+  bool letters_only;  // every character a letter or a mark
+};
+
+// The run of cjk class characters from i, whose first is `cp`. When every character of the run
+// is a letter or a mark, the `words` alternative [\p{L}\p{M}]+ matches the run whole, and the run
+// is one piece.
+inline CjkRun cjk_run(const uint8_t* s, size_t n, size_t i, uint32_t cp) {
+  bool letters = true;
+  for (;;) {
+    if (cp < 0x4E00) letters &= kKanaLetters[cp - 0x3040];
+    i += 3;
+    // Ideographs (most of a run) by the sequence's bytes as one big-endian number: a well-formed
+    // three-byte sequence orders as its code point does, so U+4E00..U+9FA5 is E4B880..E9BEA5.
+    // One load per character where four bytes are readable; the rest and kana by code point.
+    while (n - i >= 4) {
+      uint32_t v;
+      std::memcpy(&v, s + i, 4);
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+      v = __builtin_bswap32(v);
+#endif
+      v >>= 8;
+      if ((v & 0xF0C0C0) != 0xE08080 || v - 0xE4B880 > 0xE9BEA5 - 0xE4B880) break;
+      i += 3;
+    }
+    if ((cp = cjk_cp(s, n, i)) == 0) return {i, letters};
   }
-  return true;
 }
 
 // End of the \p{N}{1,3} group starting at i (holding c, an N character).
@@ -190,15 +220,6 @@ size_t digit_group_end(const Text& t, size_t i, const Char& c) {
     if (!(d.cls & kN)) break;
     e += d.len;
   }
-  return e;
-}
-
-// End of the run of cjk class characters from i, whose first is `len` bytes long.
-size_t cjk_run_end(const uint8_t* s, size_t n, size_t i, size_t len) {
-  size_t e = i;
-  do {
-    e += len;
-  } while (e < n && (len = cjk_at(s, n, e)) != 0);
   return e;
 }
 
@@ -224,10 +245,10 @@ bool search_deepseek_cjk(std::string_view text, size_t from, size_t& match_start
   const auto* s = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
   for (size_t i = from; i < n; ++i) {
-    const size_t len = cjk_at(s, n, i);
-    if (len == 0) continue;
+    const uint32_t cp = cjk_cp(s, n, i);
+    if (cp == 0) continue;
     match_start = i;
-    match_end = cjk_run_end(s, n, i, len);
+    match_end = cjk_run(s, n, i, cp).end;
     return true;
   }
   return false;
@@ -251,19 +272,20 @@ size_t deepseek_piece_end(std::string_view text, size_t pos) {
   const Text t(text);
   const auto* s = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
+  size_t ms = 0, me = 0;
+  // cjk (first: most characters of Chinese and Japanese text, and none of them a digit): the run
+  // from pos is a segment of its own, which `words` cuts further (U+30FB KATAKANA MIDDLE DOT is
+  // punctuation, U+3099 a mark).
+  if (const uint32_t cp = cjk_cp(s, n, pos)) {
+    const CjkRun run = cjk_run(s, n, pos, cp);
+    if (run.letters_only) return run.end;  // (most runs: no search, no class lookups)
+    if (!search_deepseek_words(text.substr(0, run.end), pos, ms, me)) return run.end;
+    return ms == pos ? me : ms;
+  }
   const Char c = t.at(pos);
   // digits: pos starts a group of up to three, since every earlier piece ended on a group's end;
   // `words` matches nothing in a group (no letter, mark, punctuation or space), so it stays whole.
   if (c.cls & kN) return digit_group_end(t, pos, c);
-  size_t ms = 0, me = 0;
-  // cjk: the run from pos is a segment of its own, which `words` cuts further (U+30FB KATAKANA
-  // MIDDLE DOT is punctuation, U+3099 a mark).
-  if (const size_t len = cjk_at(s, n, pos)) {
-    const size_t e = cjk_run_end(s, n, pos, len);
-    if (cjk_letters_only(s, pos, e)) return e;  // (most runs: no search, no class lookups)
-    if (!search_deepseek_words(text.substr(0, e), pos, ms, me)) return e;
-    return ms == pos ? me : ms;
-  }
   // Punctuation or a symbol outside ASCII (Chinese text's ，。“”): `words` matches at pos with
   // alternative 3, the PS run and then the NL run, and the only cuts that can end it early are
   // cjk characters inside the PS run (U+30FB, U+30A0 are P); digits and cjk letters are no PS
@@ -272,8 +294,13 @@ size_t deepseek_piece_end(std::string_view text, size_t pos) {
   // the cut after the piece, where most of these pieces end).
   if (c.len > 1 && (c.cls & kPS)) {
     size_t e = pos + c.len;
-    for (Char d = t.at(e); (d.cls & kPS) && !cjk_at(s, n, e); d = t.at(e)) e += d.len;
-    return t.run(e, kNl);
+    while (!cjk_at(s, n, e)) {
+      const Char d = t.at(e);
+      if (!(d.cls & kPS)) break;
+      e += d.len;
+    }
+    while (e < n && (s[e] == '\r' || s[e] == '\n')) ++e;  // the NL run (ASCII only)
+    return e;
   }
   // words, on the text between two cuts (a digit or a cjk character: the earlier Splits made
   // those pieces of their own). Searched on the whole text first; that answer stands unless a cut
