@@ -477,6 +477,20 @@ def test_edge_cases(driver):
     check_cases(driver, cases, "edge cases")
 
 
+def test_ascii_runs_of_many_lengths_then_a_change(driver):
+    """The NFC/NFKC quick check skips ASCII 32, then 8, then 1 byte at a time (normalize.cc,
+    ascii_run_end): runs of the lengths around those steps, ending in a mark that composes with
+    the run's last letter, in one that composes with nothing, in a character the form changes, or
+    in the end of the text; each also after a non-ASCII start."""
+    cases = []
+    for k in [*range(0, 18), 23, 24, 25, 31, 32, 33, 39, 40, 41, 47, 48, 63, 64, 65, 71]:
+        run = "".join("abcdefghij"[i % 10] for i in range(k))
+        for tail in ("e\u0301", "\u0301", "\u212b", "\u00e9", "\ufb01", "", "\u4e2d\u0301"):
+            for head in ("", "\u00e9"):
+                cases += [((form,), head + run + tail) for form in UNICODE_FORMS]
+    check_cases(driver, cases, "ASCII runs then a change")
+
+
 def test_long_runs_are_linear(driver):
     """100k combining marks in one run, 100k jamo, 100k spaces: equal to tokenizers and fast."""
     rng = random.Random(3)

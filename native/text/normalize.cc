@@ -27,6 +27,10 @@
 #include <cstring>
 #include <string>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "tables/normalize_tables.h"
 #include "core/utf8.h"
 
@@ -76,6 +80,22 @@ inline bool all_ascii8(const char* p) {
   uint64_t w;
   std::memcpy(&w, p, 8);
   return (w & 0x8080808080808080ull) == 0;
+}
+
+// The end of the run of ASCII bytes from i: 32 bytes a step with SSE2 (English and code are one
+// such run from start to end, and eight bytes a step was 1.6% of a Qwen2.5 encode's
+// instructions there), then eight, then one.
+inline size_t ascii_run_end(const uint8_t* p, size_t i, size_t n) {
+#if defined(__SSE2__)
+  for (; i + 32 <= n; i += 32) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 16));
+    if (_mm_movemask_epi8(_mm_or_si128(a, b)) != 0) break;
+  }
+#endif
+  while (i + 8 <= n && all_ascii8(reinterpret_cast<const char*>(p + i))) i += 8;
+  while (i < n && p[i] < 0x80) ++i;
+  return i;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -377,8 +397,7 @@ Scan quick_scan(std::string_view s, size_t from, const Form& f) {
   bool starter_kept = false;
   while (i < n) {
     if (p[i] < 0x80) {
-      while (i + 8 <= n && all_ascii8(s.data() + i)) i += 8;
-      while (i < n && p[i] < 0x80) ++i;
+      i = ascii_run_end(p, i, n);
       boundary = i - 1;
       last_ccc = 0;
       starter = p[i - 1];
