@@ -8,6 +8,7 @@
 
 #include "models/bpe_backtrack.h"
 #include "models/piece_cache.h"
+#include "core/append_ids.h"
 #include "core/double_array.h"
 #include "core/utf8.h"
 #include "text/piece_blocks.h"
@@ -480,7 +481,7 @@ void TiktokenEngine::encode_part_uncached(const SafeCuts& cuts, const uint8_t* p
     const uint32_t m = static_cast<uint32_t>(n / 3);
     for (uint32_t i = 0; i <= m; ++i) starts[i] = 3 * i;
     const int32_t got = piece::encode_small_from(pieces_, part, static_cast<uint32_t>(n), starts, m, ids);
-    if (got > 0) return out.insert(out.end(), ids, ids + got), void();
+    if (got > 0) return append_few_ids(out, ids, static_cast<size_t>(got));
   }
   const int32_t whole = pieces_.split_left != nullptr ? piece::whole_token(pieces_, part, n) : -1;
   if (whole >= 0 && pieces_.split_left[whole] != piece::kNoSplit) return out.push_back(static_cast<uint32_t>(whole));

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/append_ids.h"
 #include "core/byte_key.h"
 #include "core/thread_scratch.h"
 #include "models/long_piece_cache.h"
@@ -53,7 +54,7 @@ class PieceCache {
     const Slot& s = slot(tag, k);
     if (s.tag != tag || s.len != k.len || s.w[0] != k.w[0] || s.w[1] != k.w[1] || s.w[2] != k.w[2]) return kMiss;
     if (s.n == 0) return kManyIds;
-    out.insert(out.end(), s.ids, s.ids + s.n);
+    append_few_ids(out, s.ids, s.n);
     return kHit;
   }
 

@@ -37,6 +37,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/append_ids.h"
 #include "core/engine_tags.h"
 #include "core/huge_pages.h"
 #include "core/thread_scratch.h"
@@ -136,11 +137,7 @@ class ShortPieceCache {
   bool find(uint16_t tag, const Key& k, Out& out) const {
     const Slot& s = slots_[k.index];
     if (!s.holds(tag, k)) return false;
-    if (s.n == 1) {
-      out.push_back(s.ids[0]);
-    } else {
-      out.insert(out.end(), s.ids, s.ids + s.n);
-    }
+    append_few_ids(out, s.ids, s.n);
     return true;
   }
 
