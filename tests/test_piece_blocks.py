@@ -114,6 +114,17 @@ def test_random_text(pattern):
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
+def test_every_two_byte_character(pattern):
+    """Every character of U+0080..U+07FF (a transcoded block takes their stand-ins from a table by
+    code point: letters, marks, numbers, spaces, punctuation, U+017F folded where contractions
+    fold) inside runs of other scripts, after an apostrophe (then a letter: "'ſж" is a
+    contraction and a piece where the pattern folds case), a space and a digit."""
+    chars = [chr(cp) for cp in range(0x80, 0x800)]
+    texts = ["".join(f"{c}ж'{c}ж {c}1{c}\u05d0'{c} " for c in chars[i:i + 24]) for i in range(0, len(chars), 24)]
+    check(pattern, texts)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=st.lists(st.sampled_from(STRUCTURES + TAILS + ALPHABET), max_size=80))
 def test_hypothesis(pattern, parts):

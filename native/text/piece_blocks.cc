@@ -269,6 +269,18 @@ struct StandIns {
 };
 constexpr StandIns kStandIns;
 
+// The stand-ins of the two-byte characters (U+0080..U+07FF: Latin, Greek, Cyrillic, Armenian,
+// Hebrew, Arabic ...) by code point, without and with U+017F folded to 's': one load for such a
+// character instead of the two-stage flags lookup and the fold test.
+struct TwoByteStandIns {
+  uint8_t of[2][0x800];
+  TwoByteStandIns() {
+    for (uint32_t cp = 0; cp < 0x800; ++cp) of[0][cp] = of[1][cp] = kStandIns.of[unicode::flags(cp)];
+    of[1][0x017F] = 's';
+  }
+};
+const TwoByteStandIns kTwoByteStandIns;
+
 // The classifier of a resolved mode (kAvx512, kAvx2, kSse2 or kPortable; see PieceBlocks::resolve).
 template <bool kExtra>
 [[gnu::always_inline]] inline void classify(PieceBlocks::Mode mode, const uint8_t* p, Classes& c) {
@@ -579,6 +591,7 @@ bool PieceBlocks::scan_transcoded() {
   alignas(16) uint8_t stand[64];
   uint32_t at[65];
   const bool fold = rules_ != Rules::kR50k;
+  const uint8_t* const two = kTwoByteStandIns.of[fold ? 1 : 0];
   const uint8_t* const s = s_;
   size_t i = pos_;
   int k = 0;
@@ -588,6 +601,12 @@ bool PieceBlocks::scan_transcoded() {
     if (b0 < 0x80) {
       stand[k] = static_cast<uint8_t>(b0);
       ++i;
+      continue;
+    }
+    // A well-formed two-byte character (lead C2..DF, one continuation byte): by its code point.
+    if (b0 - 0xC2 < 0xE0 - 0xC2 && n_ - i >= 2 && (s[i + 1] & 0xC0) == 0x80) {
+      stand[k] = two[(b0 & 0x1F) << 6 | (s[i + 1] & 0x3Fu)];
+      i += 2;
       continue;
     }
     const utf8::Decoded d = utf8::decode_common(s + i, s + n_);
