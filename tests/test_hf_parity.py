@@ -488,7 +488,9 @@ def test_deepseek_sequence_streams_like_tokenizers():
     ours, ref = support.hf_pair("deepseek_v3")
     parts = ["a", "Zq", " ", "  ", "   ", "\n", "\r\n", " \n ", "\t", "1", "12", "1234", "٣", "²", "Ⅻ", "中", "文字",
              "ひらがな", "カタカナ", "・", "ー", "゛", "\u3099", "\u0301", "é", ".", ",", "!?", "'s", "(x", "\x01",
-             "😀", "€", " 1", " 中", "中1", "<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>", "<｜fim▁hole｜>"]
+             "😀", "€", " 1", " 中", "中1", "<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>", "<｜fim▁hole｜>",
+             # words of other scripts (their characters are decoded once unless a cut is met)
+             "жук", " Жук", "क\u093f", "א", "عربي", "\u3000", "\u00a0", "«", "»"]
     rng = random.Random(11)
     texts = ["".join(rng.choice(parts) for _ in range(rng.randint(1, 40))) for _ in range(1500)]
     for special in (True, False):

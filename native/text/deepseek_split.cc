@@ -66,8 +66,9 @@ constexpr uint32_t kNumberCats = cats({rt::kNd, rt::kNl, rt::kNo});
 constexpr uint32_t kPunctSymbolCats = cats({rt::kPc, rt::kPd, rt::kPs, rt::kPe, rt::kPi, rt::kPf, rt::kPo,
                                             rt::kSm, rt::kSc, rt::kSk, rt::kSo});
 
-// Class bits of a code point (or utf8::kInvalid, which has none), from the VM's own tables.
-uint8_t classify(uint32_t cp) {
+// Class bits of a code point (or utf8::kInvalid, which has none), from the VM's own tables: the
+// definition, which the tables below are built from.
+uint8_t classify_slow(uint32_t cp) {
   if (cp == utf8::kInvalid) return 0;
   const uint16_t p = rt::props(cp);
   const uint32_t cat = uint32_t{1} << (p & rt::kCategoryMask);
@@ -86,16 +87,41 @@ uint8_t classify(uint32_t cp) {
 
 std::array<uint8_t, 128> ascii_classes() {
   std::array<uint8_t, 128> t{};
-  for (uint32_t b = 0; b < 128; ++b) t[b] = classify(b);
+  for (uint32_t b = 0; b < 128; ++b) t[b] = classify_slow(b);
   return t;
 }
 const std::array<uint8_t, 128> kAscii = ascii_classes();
+
+// Outside ASCII a character's class bits depend only on its general category and White_Space,
+// props()' low seven bits (the category, \w, \s): one load from this table instead of the
+// tests above (which were a fifth of a DeepSeek-V3 encode of text in other scripts).
+constexpr uint16_t kPropsKey = rt::kCategoryMask | rt::kWord | rt::kSpace;
+static_assert(kPropsKey == 0x7F, "props' low seven bits");
+const std::array<uint8_t, 128> kByProps = [] {
+  std::array<uint8_t, 128> t{};
+  for (uint32_t key = 0; key < t.size(); ++key) {
+    const uint32_t cat = uint32_t{1} << (key & rt::kCategoryMask);
+    uint8_t c = 0;
+    if (cat & kLetterCats) c |= kL;
+    if (cat & kMarkCats) c |= kM;
+    if (cat & kNumberCats) c |= kN;
+    if (cat & kPunctSymbolCats) c |= kPS;
+    if (key & rt::kSpace) c |= kS;
+    t[key] = c;
+  }
+  return t;
+}();
+
+// classify_slow(cp), from the tables (props(utf8::kInvalid) is 0, a Cn without White_Space: no bits).
+inline uint8_t classify(uint32_t cp) { return cp < 0x80 ? kAscii[cp] : kByProps[rt::props(cp) & kPropsKey]; }
 
 struct Char {
   uint32_t cp;   // code point or utf8::kInvalid; 0 at the end of the text
   uint32_t len;  // bytes; 0 only at the end of the text
   uint8_t cls;   // class bits; 0 at the end of the text
 };
+
+inline bool is_cjk(uint32_t cp) { return (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x4E00 && cp <= 0x9FA5); }
 
 class Text {
  public:
@@ -106,10 +132,20 @@ class Text {
   Char at(size_t pos) const {
     if (pos >= n_) return {0, 0, 0};
     const uint8_t b = s_[pos];
-    if (b < 0x80) return {b, 1, kAscii[b]};
+    if (b < 0x80) {
+      saw_cut_ |= (kAscii[b] & kN) != 0;
+      return {b, 1, kAscii[b]};
+    }
     const utf8::Decoded d = utf8::decode_common(s_ + pos, s_ + n_);
-    return {d.cp, d.len, classify(d.cp)};
+    const uint8_t cls = classify(d.cp);
+    saw_cut_ |= (cls & kN) != 0 || is_cjk(d.cp);
+    return {d.cp, d.len, cls};
   }
+
+  // Whether at() has returned a number or a character of the cjk class (the characters that cut
+  // a `words` segment, deepseek_piece_end) since the last clear_cut().
+  bool saw_cut() const { return saw_cut_; }
+  void clear_cut() const { saw_cut_ = false; }
 
   // End of the run of characters having any bit of `mask` from pos.
   size_t run(size_t pos, uint8_t mask) const {
@@ -129,6 +165,7 @@ class Text {
  private:
   const uint8_t* s_;
   size_t n_;
+  mutable bool saw_cut_ = false;
 };
 
 // End of the `words` match starting at i (holding c), or 0 when none starts there.
@@ -156,8 +193,6 @@ size_t words_end(const Text& t, size_t i, const Char& c) {
   if (end == t.size() || last == i) return end;
   return last;
 }
-
-inline bool is_cjk(uint32_t cp) { return (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x4E00 && cp <= 0x9FA5); }
 
 // Every character of the cjk class is three bytes led by E3..E9 (U+3040 is E3 81 80, U+9FA5 is
 // E9 BE A5). The code point of the class character at pos, or 0. Only the continuation bits are
@@ -254,8 +289,10 @@ bool search_deepseek_cjk(std::string_view text, size_t from, size_t& match_start
   return false;
 }
 
-bool search_deepseek_words(std::string_view text, size_t from, size_t& match_start, size_t& match_end) {
-  const Text t(text);
+namespace {
+
+// search_deepseek_words on t.
+bool search_words(const Text& t, size_t from, size_t& match_start, size_t& match_end) {
   for (size_t i = from; i < t.size();) {
     const Char c = t.at(i);
     if (const size_t e = words_end(t, i, c)) {
@@ -266,6 +303,12 @@ bool search_deepseek_words(std::string_view text, size_t from, size_t& match_sta
     i += c.len;
   }
   return false;
+}
+
+}  // namespace
+
+bool search_deepseek_words(std::string_view text, size_t from, size_t& match_start, size_t& match_end) {
+  return search_words(Text(text), from, match_start, match_end);
 }
 
 size_t deepseek_piece_end(std::string_view text, size_t pos) {
@@ -305,14 +348,19 @@ size_t deepseek_piece_end(std::string_view text, size_t pos) {
   // words, on the text between two cuts (a digit or a cjk character: the earlier Splits made
   // those pieces of their own). Searched on the whole text first; that answer stands unless a cut
   // lies among the characters the search looked at: up to its end, the whitespace run continuing
-  // there (alternatives 4 and 5 read it to its end), and one character more.
-  bool found = search_deepseek_words(text, pos, ms, me);
+  // there (alternatives 4 and 5 read it to its end), and one character more. Every one of those
+  // characters came through t.at() but the ASCII letters after an ASCII punctuation character
+  // (alternative 1), which cut nothing; so when at() met no cut, there is none to look for
+  // (most pieces: their characters are then decoded once, not twice).
+  t.clear_cut();
+  bool found = search_words(t, pos, ms, me);
   size_t seen = found ? me : n;
   while (seen < n) {
     const Char d = t.at(seen);
     seen += d.len;
     if (!(d.cls & kS)) break;
   }
+  if (!t.saw_cut()) seen = pos;
   for (size_t i = pos; i < seen;) {
     if (s[i] < 0x80) {  // ASCII: only the digits cut
       if (static_cast<uint8_t>(s[i] - '0') >= 10) {
