@@ -129,7 +129,7 @@ class Text {
 
   size_t size() const { return n_; }
 
-  Char at(size_t pos) const {
+  [[gnu::always_inline]] Char at(size_t pos) const {
     if (pos >= n_) return {0, 0, 0};
     const uint8_t b = s_[pos];
     if (b < 0x80) {
