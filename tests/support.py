@@ -204,6 +204,18 @@ def compile_cxx(cxx: list[str], sources: list[Path], out: Path, extra: list[str]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
+def check_native(tmp_path: Path, source: str, what: str, flags: tuple[str, ...] = (),
+                 sources: tuple[str, ...] = ()) -> None:
+    """Builds tests/native/`source` (with `sources`, paths from the project root) under ASan/UBSan
+    (plus `flags`) and runs it: fails on a build error or a non-zero exit; skips `what` without a
+    C++ compiler."""
+    exe = tmp_path / Path(source).stem
+    built = compile_cxx(cxx_compiler(what), [*(ROOT / f for f in sources), ROOT / "tests" / "native" / source], exe,
+                        ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", *flags])
+    assert built.returncode == 0, built.stderr
+    run_native(exe, [])
+
+
 def run_native(exe: Path, args: list[str]) -> None:
     """Runs a native test executable, printing its output; fails on a non-zero exit."""
     import subprocess

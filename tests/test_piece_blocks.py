@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crayon_hf._crayon import block_modes, split_pieces
-from support import ROOT, compile_cxx, corpus_files, corpus_text, cxx_compiler, run_native
+from support import check_native, corpus_files, corpus_text
 
 PATTERNS = ("r50k", "cl100k", "llama3", "qwen2", "o200k", "deepseek_v3")
 MODES = tuple(m for m in block_modes() if m != "scalar")  # every classifier this machine runs
@@ -170,8 +170,4 @@ def test_utf8_decoders_native(tmp_path):
     # native/core/utf8.h: decode() and the scanners' inline decode_common() against the Unicode
     # table of well-formed sequences, for every first three bytes and every count of readable
     # bytes, under ASan/UBSan (tests/native/test_utf8.cc).
-    exe = tmp_path / "test_utf8"
-    built = compile_cxx(cxx_compiler("the UTF-8 decoder test"), [ROOT / "tests" / "native" / "test_utf8.cc"], exe,
-                        ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
-    assert built.returncode == 0, built.stderr
-    run_native(exe, [])
+    check_native(tmp_path, "test_utf8.cc", "the UTF-8 decoder test")

@@ -21,17 +21,14 @@ import pytest
 
 from crayon_hf import _crayon
 from support import (
-    ROOT,
     TIKTOKEN_VOCABS,
-    compile_cxx,
-    cxx_compiler,
+    check_native,
     corpus_files,
     corpus_text,
     hf_pair,
     our_encoding,
     random_slices,
     reference_encoding,
-    run_native,
 )
 
 
@@ -158,11 +155,7 @@ def test_engine_tags_name_one_engine_until_cleared(tmp_path):
     # The tags behind the short cache and the backtracking pair memo (native/core/engine_tags.h),
     # checked directly: a tag names one owner until the caller's clear, across forgotten owners and
     # the wrap-around after 65,535 tags (tests/native/test_engine_tags.cc), under the sanitizers.
-    exe = tmp_path / "test_engine_tags"
-    built = compile_cxx(cxx_compiler("the engine tag test"), [ROOT / "tests" / "native" / "test_engine_tags.cc"], exe,
-                        ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
-    assert built.returncode == 0, built.stderr
-    run_native(exe, [])
+    check_native(tmp_path, "test_engine_tags.cc", "the engine tag test")
 
 
 def test_long_pieces_fill_and_empty_the_long_cache(pair):
@@ -182,12 +175,8 @@ def test_long_piece_cache_native(tmp_path):
     # native/models/long_piece_cache.h checked directly (tests/native/test_long_piece_cache.cc):
     # forced hash collisions, two engine tags with the same bytes, several clearings, the limits, a
     # piece offered twice kept once.
-    exe = tmp_path / "test_long_piece_cache"
-    built = compile_cxx(cxx_compiler("the long piece cache test"),
-                        [ROOT / "native" / "core" / "xxhash64.cc", ROOT / "tests" / "native" / "test_long_piece_cache.cc"],
-                        exe, ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
-    assert built.returncode == 0, built.stderr
-    run_native(exe, [])
+    check_native(tmp_path, "test_long_piece_cache.cc", "the long piece cache test",
+                 sources=("native/core/xxhash64.cc",))
 
 
 @pytest.mark.parametrize("flags", [[], ["-U__SSE2__"]], ids=["as-built", "plain-loop"])
@@ -195,11 +184,7 @@ def test_rank_step_native(tmp_path, flags):
     # native/core/rank_step.h (the ids-only loop's ranks made ids, four at a time with SSE2)
     # against the plain loop: every tail length, the edges of the signed compare, an out-of-range
     # rank at every position (tests/native/test_rank_step.cc).
-    exe = tmp_path / "test_rank_step"
-    built = compile_cxx(cxx_compiler("the rank step test"), [ROOT / "tests" / "native" / "test_rank_step.cc"], exe,
-                        ["-O1", "-g1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", *flags])
-    assert built.returncode == 0, built.stderr
-    run_native(exe, [])
+    check_native(tmp_path, "test_rank_step.cc", "the rank step test", tuple(flags))
 
 
 def test_short_token_index_answers_every_short_token_as_tiktoken(pair):

@@ -66,11 +66,9 @@ constexpr uint32_t kNumberCats = cats({rt::kNd, rt::kNl, rt::kNo});
 constexpr uint32_t kPunctSymbolCats = cats({rt::kPc, rt::kPd, rt::kPs, rt::kPe, rt::kPi, rt::kPf, rt::kPo,
                                             rt::kSm, rt::kSc, rt::kSk, rt::kSo});
 
-// Class bits of a code point (or utf8::kInvalid, which has none), from the VM's own tables: the
-// definition, which the tables below are built from.
-uint8_t classify_slow(uint32_t cp) {
-  if (cp == utf8::kInvalid) return 0;
-  const uint16_t p = rt::props(cp);
+// The class bits that props() alone gives: those of the general category (its low five bits) and
+// White_Space. Outside ASCII they are all of a character's bits.
+uint8_t props_class(uint16_t p) {
   const uint32_t cat = uint32_t{1} << (p & rt::kCategoryMask);
   uint8_t c = 0;
   if (cat & kLetterCats) c |= kL;
@@ -78,6 +76,14 @@ uint8_t classify_slow(uint32_t cp) {
   if (cat & kNumberCats) c |= kN;
   if (cat & kPunctSymbolCats) c |= kPS;
   if (p & rt::kSpace) c |= kS;
+  return c;
+}
+
+// Class bits of a code point (or utf8::kInvalid, which has none), from the VM's own tables: the
+// definition, which the tables below are built from.
+uint8_t classify_slow(uint32_t cp) {
+  if (cp == utf8::kInvalid) return 0;
+  uint8_t c = props_class(rt::props(cp));
   if (cp == '\r' || cp == '\n') c |= kNl;
   const bool ascii_letter = cp < 0x80 && (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
   if (ascii_letter) c |= kAsciiLetter;
@@ -92,23 +98,13 @@ std::array<uint8_t, 128> ascii_classes() {
 }
 const std::array<uint8_t, 128> kAscii = ascii_classes();
 
-// Outside ASCII a character's class bits depend only on its general category and White_Space,
-// props()' low seven bits (the category, \w, \s): one load from this table instead of the
-// tests above (which were a fifth of a DeepSeek-V3 encode of text in other scripts).
+// Outside ASCII, props_class by props()' low seven bits (the category, \w, \s): one load instead
+// of the tests (which were a fifth of a DeepSeek-V3 encode of text in other scripts).
 constexpr uint16_t kPropsKey = rt::kCategoryMask | rt::kWord | rt::kSpace;
 static_assert(kPropsKey == 0x7F, "props' low seven bits");
 const std::array<uint8_t, 128> kByProps = [] {
   std::array<uint8_t, 128> t{};
-  for (uint32_t key = 0; key < t.size(); ++key) {
-    const uint32_t cat = uint32_t{1} << (key & rt::kCategoryMask);
-    uint8_t c = 0;
-    if (cat & kLetterCats) c |= kL;
-    if (cat & kMarkCats) c |= kM;
-    if (cat & kNumberCats) c |= kN;
-    if (cat & kPunctSymbolCats) c |= kPS;
-    if (key & rt::kSpace) c |= kS;
-    t[key] = c;
-  }
+  for (uint16_t key = 0; key < t.size(); ++key) t[key] = props_class(key);
   return t;
 }();
 
