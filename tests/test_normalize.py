@@ -491,6 +491,17 @@ def test_ascii_runs_of_many_lengths_then_a_change(driver):
     check_cases(driver, cases, "ASCII runs then a change")
 
 
+def test_two_byte_characters_then_a_mark(driver):
+    """quick_scan passes the two-byte characters that leave its state as a fresh starter with one
+    table load (normalize.cc, InertTwoByte): every character of U+0080..U+07FF followed by marks
+    that compose with some of them (Ж + U+0308 is Ӝ), by marks that compose with none, by a
+    character a form changes, under every form."""
+    chars = [chr(cp) for cp in range(0x80, 0x800)]
+    tails = ["\u0308", "\u0301", "\u0327", "\u0654", "\u05b4", "\u0300\u0316", "x", "\u212b"]
+    texts = ["".join(c + tail + " " for c in chars) for tail in tails]
+    check_cases(driver, [((form,), t) for form in UNICODE_FORMS for t in texts], "two-byte characters then a mark")
+
+
 def test_long_runs_are_linear(driver):
     """100k combining marks in one run, 100k jamo, 100k spaces: equal to tokenizers and fast."""
     rng = random.Random(3)
