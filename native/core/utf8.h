@@ -30,6 +30,14 @@ inline uint32_t three_byte_cp(const uint8_t* p) {
   return (uint32_t{p[0]} & 0x0F) << 12 | (uint32_t{p[1]} & 0x3F) << 6 | (p[2] & 0x3Fu);
 }
 
+// The code point of the well-formed two-byte character at p (a lead C2..DF and a continuation
+// byte, `avail` bytes readable), else 0.
+inline uint32_t two_byte_cp(const uint8_t* p, size_t avail) {
+  const uint32_t b0 = p[0];
+  if (b0 - 0xC2 >= 0xE0 - 0xC2 || avail < 2 || !is_continuation(p[1])) return 0;
+  return (b0 & 0x1F) << 6 | (p[1] & 0x3Fu);
+}
+
 // Decodes the character at p; requires p < end.
 inline Decoded decode(const uint8_t* p, const uint8_t* end) {
   const uint32_t b0 = p[0];
@@ -67,7 +75,7 @@ inline Decoded decode(const uint8_t* p, const uint8_t* end) {
   const uint32_t b0 = p[0];
   if (b0 < 0x80) return {b0, 1};
   const size_t avail = static_cast<size_t>(end - p);
-  if (b0 >= 0xC2 && b0 < 0xE0 && avail >= 2 && is_continuation(p[1])) return {(b0 & 0x1F) << 6 | (p[1] & 0x3Fu), 2};
+  if (const uint32_t cp = two_byte_cp(p, avail)) return {cp, 2};
   if ((b0 & 0xF0) == 0xE0 && avail >= 3) {
     // Two continuation bytes, and a code point that is neither an overlong form (E0 80-9F ..,
     // below U+0800) nor a surrogate (ED A0-BF .., U+D800-U+DFFF): checked on the code point,

@@ -432,8 +432,7 @@ Scan quick_scan(std::string_view s, size_t from, const Form& f) {
       i += 3;
       continue;
     }
-    if (p[i] - 0xC2u < 0xE0u - 0xC2u && i + 1 < n && (p[i + 1] & 0xC0) == 0x80) {
-      const uint32_t cp = (p[i] & 0x1Fu) << 6 | (p[i + 1] & 0x3Fu);
+    if (const uint32_t cp = utf8::two_byte_cp(p + i, n - i)) {
       if (inert.has(cp)) {  // what the general step below does for such a character
         boundary = i;
         starter = cp;

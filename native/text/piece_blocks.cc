@@ -603,15 +603,13 @@ bool PieceBlocks::scan_transcoded() {
       ++i;
       continue;
     }
-    // A well-formed two-byte character (lead C2..DF, one continuation byte): by its code point.
-    if (b0 - 0xC2 < 0xE0 - 0xC2 && n_ - i >= 2 && (s[i + 1] & 0xC0) == 0x80) {
-      stand[k] = two[(b0 & 0x1F) << 6 | (s[i + 1] & 0x3Fu)];
+    if (const uint32_t cp = utf8::two_byte_cp(s + i, n_ - i)) {  // by its code point (U+017F folded there)
+      stand[k] = two[cp];
       i += 2;
       continue;
     }
     const utf8::Decoded d = utf8::decode_common(s + i, s + n_);
     stand[k] = kStandIns.of[d.cp == utf8::kInvalid ? 0 : unicode::flags(d.cp)];
-    if (fold && d.cp == 0x017F) stand[k] = 's';
     i += d.len;
   }
   at[k] = static_cast<uint32_t>(i - pos_);
