@@ -158,6 +158,13 @@ def test_engine_tags_name_one_engine_until_cleared(tmp_path):
     check_native(tmp_path, "test_engine_tags.cc", "the engine tag test")
 
 
+def test_once_runs_once_and_again_after_a_throw(tmp_path):
+    # native/core/once.h (the tables built at first use and asked per piece: SafeCuts, the byte
+    # pairs, the short token index): one run under 8 racing threads, callers return after it, a
+    # throwing run is run again (tests/native/test_once.cc), under the sanitizers.
+    check_native(tmp_path, "test_once.cc", "the first-use test", ("-pthread",))
+
+
 def test_long_pieces_fill_and_empty_the_long_cache(pair):
     # Far more distinct long pieces than the LongPieceCache's 512 KiB arena holds, each met twice
     # a few pieces apart (a hit, unless a clearing came in between), then all of it again.

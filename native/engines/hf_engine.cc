@@ -752,6 +752,7 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
   // the tiktoken face (pieces starting before keyable_end have its 16 readable bytes in text).
   ShortPieceCache& hot = ShortPieceCache::local();
   const uint16_t hot_tag = hot.tag_of(fast.memo_owner());
+  PieceCache& pieces = PieceCache::local();  // for encode_piece: one thread-local lookup per call
   const ShortTokenIndex* const short_tokens = fast.short_tokens_for(n);  // its tokens, for first sightings
   const size_t keyable_end = n >= ShortPieceCache::kMaxLen ? n - ShortPieceCache::kMaxLen + 1 : 0;
   auto damaged = [&](size_t len) {
@@ -808,9 +809,9 @@ void HfEngine::encode_pieces_fast(std::string_view text, uint32_t base, RawEncod
     auto encode_ranks = [&](std::vector<uint32_t>& v) {
       const size_t q = taken - 1;
       if (keyed[q]) {
-        fast.encode_piece_keyed(hot, hot_tag, short_tokens, keys[q], piece, len, v);
+        fast.encode_piece_keyed(hot, hot_tag, short_tokens, keys[q], piece, len, v, nullptr, &pieces);
       } else {
-        fast.encode_piece(piece, len, v);
+        fast.encode_piece(piece, len, v, false, nullptr, &pieces, &hot);
       }
     };
     // What HfBpeModel::encode_word_uncached does before its fast path: ignore_merges looks the

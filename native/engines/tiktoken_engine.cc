@@ -377,8 +377,8 @@ bool has_cjk(const uint8_t* piece, size_t n) {
 }  // namespace
 
 void TiktokenEngine::encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token,
-                                  const PieceCache::Key* cache_key, PieceCache* caches) const {
-  if (const SafeCuts* cuts = cuts_for(piece, n)) return encode_cut(*cuts, piece, n, out);
+                                  const PieceCache::Key* cache_key, PieceCache* caches, ShortPieceCache* hot) const {
+  if (const SafeCuts* cuts = cuts_for(piece, n)) return encode_cut(*cuts, piece, n, out, hot);
   const int32_t whole = not_a_token ? -1 : piece::whole_token(pieces_, piece, n);
   if (whole >= 0) {
     out.push_back(static_cast<uint32_t>(whole));
@@ -439,12 +439,13 @@ const SafeCuts* TiktokenEngine::cuts_for(const uint8_t* piece, size_t n) const {
   return n > 8 && has_cjk(piece, n) ? safe_cuts() : nullptr;
 }
 
-void TiktokenEngine::encode_cut(const SafeCuts& cuts, const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+void TiktokenEngine::encode_cut(const SafeCuts& cuts, const uint8_t* piece, size_t n, std::vector<uint32_t>& out,
+                                ShortPieceCache* hot_cache) const {
   // Such a piece skips the PieceCache (its parts are mostly named, and on new text the probe and
   // the store are misses) and the whole-piece walk unless no cut is made: a piece that is a
   // token crosses every boundary inside it, so one cut shows it is not (that walk, three to nine
   // bytes deep before it fails, was a tenth of DeepSeek-V3's time on Chinese).
-  ShortPieceCache& hot = ShortPieceCache::local();
+  ShortPieceCache& hot = hot_cache != nullptr ? *hot_cache : ShortPieceCache::local();
   const uint16_t tag = hot.tag_of(owner_);
   cuts.for_each_part(piece, n, [&](size_t a, size_t b, uint32_t token) {
     if (token != SafeCuts::kNoToken) return out.push_back(token);
@@ -490,18 +491,18 @@ void TiktokenEngine::encode_part_uncached(const SafeCuts& cuts, const uint8_t* p
 
 void TiktokenEngine::bpe(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
   // 256 KiB, built from 65,536 pair-table probes (about a millisecond) when first needed.
-  std::call_once(byte_pairs_once_, [&] { byte_pairs_ = build_byte_pairs(pieces_); });
+  byte_pairs_once_([&] { byte_pairs_ = build_byte_pairs(pieces_); });
   bpe_encode_multi(bpe_, pieces_, owner_, piece, n, out, byte_pairs_.empty() ? nullptr : byte_pairs_.data());
 }
 
 const SafeCuts* TiktokenEngine::safe_cuts() const {
-  std::call_once(cuts_once_, [&] { cuts_ = SafeCuts::build(bpe_, kinds_, static_cast<uint8_t>(TokenKind::kMergeable),
+  cuts_once_([&] { cuts_ = SafeCuts::build(bpe_, kinds_, static_cast<uint8_t>(TokenKind::kMergeable),
                                                        pieces_.split_left); });
   return cuts_.get();
 }
 
 const ShortTokenIndex* TiktokenEngine::short_tokens() const {
-  std::call_once(short_tokens_once_, [&] {
+  short_tokens_once_([&] {
     short_tokens_ = ShortTokenIndex::build(bpe_, pieces_.split_left, kinds_, static_cast<uint8_t>(TokenKind::kMergeable));
     short_tokens_due_.store(true, std::memory_order_relaxed);  // built: every call may use it now
   });
@@ -631,7 +632,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
       if (q.keyed) {
         encode_piece_keyed(hot, tag, tokens, q.key, q.p, q.n, out, &q.long_key, &pieces);
       } else {
-        encode_piece(q.p, q.n, out, false, nullptr, &pieces);
+        encode_piece(q.p, q.n, out, false, nullptr, &pieces, &hot);
       }
       if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
     }

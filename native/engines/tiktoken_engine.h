@@ -29,6 +29,7 @@
 #include "models/short_piece_cache.h"
 #include "models/short_token_index.h"
 #include "core/cartridge.h"
+#include "core/once.h"
 #include "text/piece_blocks.h"
 #include "text/pretokenize.h"
 #include "text/regex.h"
@@ -122,9 +123,11 @@ class TiktokenEngine {
   // several tokens go through the calling thread's PieceCache first). `not_a_token`: the caller
   // knows the piece is no token (ShortTokenIndex::kNoToken), so the whole-piece walk is skipped.
   // `cache_key`: the piece's PieceCache key when the caller made it (and prefetched its slot).
-  // `caches`: PieceCache::local(), where the caller has it (a thread-local lookup per piece saved).
+  // `caches` and `hot`: PieceCache::local() and ShortPieceCache::local(), where the caller has them
+  // (a thread-local lookup per piece saved; `hot` serves the parts of CJK pieces, encode_cut).
   void encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out, bool not_a_token = false,
-                    const PieceCache::Key* cache_key = nullptr, PieceCache* caches = nullptr) const;
+                    const PieceCache::Key* cache_key = nullptr, PieceCache* caches = nullptr,
+                    ShortPieceCache* hot = nullptr) const;
   // The same without the cache (the slow twin the cache is tested against).
   void encode_piece_uncached(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The thread's ShortPieceCache in front of encode_piece. Callers find pieces ahead, ask
@@ -152,7 +155,7 @@ class TiktokenEngine {
       return;
     }
     const size_t before = out.size();
-    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken, long_key, caches);
+    encode_piece(piece, n, out, id == ShortTokenIndex::kNoToken, long_key, caches, &hot);
     hot.put(tag, key, out.data() + before, out.size() - before);
   }
   // The vocabulary's short tokens by their bytes (models/short_token_index.h), built on first use;
@@ -202,7 +205,9 @@ class TiktokenEngine {
   // The safe cuts for a piece they take apart (null: encode it whole).
   const SafeCuts* cuts_for(const uint8_t* piece, size_t n) const;
   // A piece cuts_for() takes apart: its parts, each named or encoded alone (encode_part).
-  void encode_cut(const SafeCuts& cuts, const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
+  // `hot`: ShortPieceCache::local(), or null to look it up.
+  void encode_cut(const SafeCuts& cuts, const uint8_t* piece, size_t n, std::vector<uint32_t>& out,
+                  ShortPieceCache* hot = nullptr) const;
   // BPE of one part of a cut piece (no whole-piece shortcut), through the ShortPieceCache.
   void encode_part(const SafeCuts& cuts, ShortPieceCache& hot, uint16_t tag, const uint8_t* part, size_t n,
                    std::vector<uint32_t>& out) const;
@@ -229,13 +234,13 @@ class TiktokenEngine {
 
   std::shared_ptr<const Cartridge> cartridge_;
   uint64_t owner_;  // unique per engine: keys the per-thread memo caches
-  mutable std::once_flag cuts_once_;
+  mutable Once cuts_once_;
   mutable std::unique_ptr<const SafeCuts> cuts_;
-  mutable std::once_flag short_tokens_once_;
+  mutable Once short_tokens_once_;
   mutable std::unique_ptr<const ShortTokenIndex> short_tokens_;
   mutable std::atomic<uint64_t> bytes_before_short_tokens_{0};  // short_tokens_for's count
   mutable std::atomic<bool> short_tokens_due_{false};            // that count reached the bound
-  mutable std::once_flag byte_pairs_once_;
+  mutable Once byte_pairs_once_;
   mutable std::vector<uint32_t> byte_pairs_;  // build_byte_pairs(pieces_), at the first BPE
   SplitPattern pattern_ = SplitPattern::kNone;
   std::unique_ptr<const Regex> regex_;  // set when TKHD.pattern is kPatternRegex
