@@ -171,3 +171,10 @@ def test_utf8_decoders_native(tmp_path):
     # table of well-formed sequences, for every first three bytes and every count of readable
     # bytes, under ASan/UBSan (tests/native/test_utf8.cc).
     check_native(tmp_path, "test_utf8.cc", "the UTF-8 decoder test")
+
+
+def test_cjk_lead_bytes_native(tmp_path):
+    # core/swar.h's cjk_lead (CJK pieces are found by it before they are cut) against the byte
+    # test, every byte value at every position of a word beside every neighbour value and random
+    # ones (tests/native/test_swar.cc), under the sanitizers.
+    check_native(tmp_path, "test_swar.cc", "the SWAR byte-class test")

@@ -68,4 +68,16 @@ inline uint64_t non_ascii_or_outside(uint64_t x, uint8_t lo, uint8_t hi, uint8_t
   return ~in;
 }
 
+// The lead bytes E3..E9: those of kana, CJK punctuation and the CJK ideographs (U+3000..U+9FFF).
+// Exact at every byte: the high nibble is tested for E, the low one for 3..9, with adds that stay
+// inside their byte (a nibble plus at most 0x7D).
+inline uint64_t cjk_lead(uint64_t x) {
+  constexpr uint64_t kLow = kOnes * 0x0F, kLow7 = kOnes * 0x7F;
+  const uint64_t high = (x & ~kLow) ^ (kOnes * 0xE0);  // zero where the high nibble is E
+  const uint64_t high_not_e = high | ((high & kLow7) + kLow7);
+  const uint64_t low = x & kLow;
+  const uint64_t low_3_to_9 = (low + kOnes * (0x80 - 3)) & ~(low + kOnes * (0x80 - 10));
+  return low_3_to_9 & ~high_not_e & kHigh;
+}
+
 }  // namespace crayon::swar

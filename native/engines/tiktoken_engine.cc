@@ -10,6 +10,7 @@
 #include "models/piece_cache.h"
 #include "core/append_ids.h"
 #include "core/double_array.h"
+#include "core/swar.h"
 #include "core/utf8.h"
 #include "text/piece_blocks.h"
 
@@ -369,9 +370,19 @@ void TiktokenEngine::byte_pair_encode(const uint8_t* piece, size_t n, std::vecto
 
 namespace {
 
-// Whether a piece holds a CJK lead byte (E3-E9: kana, CJK punctuation, the ideographs).
+// Whether a piece of more than 8 bytes holds a CJK lead byte (E3-E9: kana, CJK punctuation, the
+// ideographs). A run of CJK characters answers at its first byte; other pieces are read eight
+// bytes a load, the last load overlapping the one before (the byte loop's exit mispredicted on
+// 60k of qwen2_5's pieces of 39 scripts, 27k now: -0.3% of the cycles there).
 bool has_cjk(const uint8_t* piece, size_t n) {
-  return std::any_of(piece, piece + n, [](uint8_t b) { return b >= 0xE3 && b <= 0xE9; });
+  if (static_cast<uint8_t>(piece[0] - 0xE3) <= 0xE9 - 0xE3) return true;
+  uint64_t x;
+  for (size_t i = 0; i + 8 < n; i += 8) {
+    std::memcpy(&x, piece + i, 8);
+    if (swar::cjk_lead(x) != 0) return true;
+  }
+  std::memcpy(&x, piece + n - 8, 8);
+  return swar::cjk_lead(x) != 0;
 }
 
 }  // namespace
