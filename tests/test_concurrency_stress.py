@@ -132,3 +132,54 @@ def test_truncation_toggled_while_encoding() -> None:
     for got in results:
         for k, r in enumerate(got):
             assert r in (full[k % len(texts)], cut[k % len(texts)])
+
+
+
+def test_encode_reentered_from_a_gc_callback() -> None:
+    # encode_ordinary and encode build their lists from the thread's id vector (bindings.cc,
+    # ListIds), and a call made while that vector is in use on the same thread gets its own: the
+    # garbage collector may run inside a native call (before the encode, or on CPython 3.11 where
+    # the result list's memory does not come from the free list, while it is being built), and a
+    # gc callback or a finalizer may encode. Collections are forced at nearly every allocation,
+    # with the list free list drained, and each callback that lands inside an outer call encodes
+    # other text: every result, inner and outer, must equal a plain call's.
+    import gc
+
+    enc = our_encoding("cl100k_base")
+    texts = _texts(3, 30)
+    other = "inner call"
+    expected = [enc.encode_ordinary(t) for t in texts]
+    expected_special = [enc.encode(t, disallowed_special=()) for t in texts]
+    expected_other = enc.encode_ordinary(other)
+    calling = [False]
+    inner: list[bool] = []
+
+    class Tracked:
+        pass
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "start" and calling[0]:
+            inner.append(enc.encode_ordinary(other) == expected_other)
+
+    hold: list = []
+    got, got_special = [], []
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(1, 1, 1)
+    try:
+        for k in range(3):
+            for t in texts:
+                hold.append([[] for _ in range(100)])  # keeps the list free list empty
+                hold.extend(Tracked() for _ in range(k))  # shifts where the collections fall
+                calling[0] = True
+                got.append(enc.encode_ordinary(t))
+                got_special.append(enc.encode(t, disallowed_special=()))
+                calling[0] = False
+    finally:
+        calling[0] = False
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(callback)
+    assert inner, "no collection ran inside an encode call: the case is not exercised"
+    assert all(inner), "a call made from the collector went wrong"
+    assert got == expected * 3
+    assert got_special == expected_special * 3
