@@ -4,20 +4,10 @@
 #include <map>
 #include <set>
 
+#include "check.h"
 #include "core/engine_tags.h"
 
-namespace {
-
-int failures = 0;
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s\n", what);
-    ++failures;
-  }
-}
-
-}  // namespace
+using native_test::check;
 
 int main() {
   crayon::EngineTags tags;
@@ -65,6 +55,6 @@ int main() {
   check(hooked.tag_of(3, [&] { ++hooked_clears; }) == 1 && hooked_clears == 1, "then the wrap-around");
   check(hooked.tag_of(1, [&] { ++hooked_clears; }) == 2, "an owner from before the clear gets a new tag");
 
-  std::printf("%s\n", failures == 0 ? "ALL OK" : "FAILURES");
-  return failures == 0 ? 0 : 1;
+  std::printf("%s\n", native_test::failures == 0 ? "ALL OK" : "FAILURES");
+  return native_test::exit_code();
 }

@@ -8,15 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "check.h"
 #include "models/long_piece_cache.h"
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const char* what) {
-  if (!ok && failures++ < 20) std::printf("FAILED: %s\n", what);
-}
+using native_test::check;
 
 using crayon::LongPieceCache;
 using Key = std::pair<uint64_t, std::string>;
@@ -112,6 +109,6 @@ int main() {
           "a colliding piece is kept beside the first");
   }
 
-  std::printf("%zu finds, %zu hits, %d failures\n", finds, hits, failures);
-  return failures == 0 ? 0 : 1;
+  std::printf("%zu finds, %zu hits, %d failures\n", finds, hits, native_test::failures);
+  return native_test::exit_code();
 }

@@ -7,20 +7,10 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "core/once.h"
 
-namespace {
-
-int failures = 0;
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s\n", what);
-    ++failures;
-  }
-}
-
-}  // namespace
+using native_test::check;
 
 int main() {
   // Many threads released together, many rounds: one run each round, and no caller returns
@@ -73,6 +63,6 @@ int main() {
   once([&] { ++attempts; });
   check(attempts == 4, "after a run that returned, the function is not run again");
 
-  if (failures == 0) std::printf("once: ALL OK\n");
-  return failures == 0 ? 0 : 1;
+  if (native_test::failures == 0) std::printf("once: ALL OK\n");
+  return native_test::exit_code();
 }
