@@ -185,33 +185,43 @@ CRAYON_TARGET_AVX2 inline __m256i in_range32(__m256i v, char lo, char hi) {
                           _mm256_cmpgt_epi8(splat32(static_cast<char>(hi + 1)), v));
 }
 
+// A class's 64-bit mask from its two 32-byte halves.
+CRAYON_TARGET_AVX2 inline uint64_t both32(__m256i a, __m256i b) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(a))) |
+         static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(b))) << 32;
+}
+CRAYON_TARGET_AVX2 inline __m256i eq32(__m256i v, char ch) { return _mm256_cmpeq_epi8(v, splat32(ch)); }
+CRAYON_TARGET_AVX2 inline __m256i newline32(__m256i v) { return _mm256_or_si256(eq32(v, '\n'), eq32(v, '\r')); }
+CRAYON_TARGET_AVX2 inline __m256i letter32(__m256i v) {
+  return in_range32(_mm256_or_si256(v, splat32(0x20)), 'a', 'z');
+}
+// C0 controls other than whitespace (`ws`: bytes 9..13), and DEL. Bytes >= 0x80 are negative and
+// count as below 0x20 here; they are never valid bytes.
+CRAYON_TARGET_AVX2 inline __m256i control32(__m256i v, __m256i ws) {
+  const __m256i below_space = _mm256_andnot_si256(ws, _mm256_cmpgt_epi8(splat32(0x20), v));
+  return _mm256_or_si256(below_space, eq32(v, 0x7F));
+}
+
+// Both 32-byte halves at once, each class's two movemasks joined with a constant shift (a loop
+// over the halves shifted every mask by a variable count and made its constants again).
 template <bool kExtra>
 CRAYON_TARGET_AVX2 void classify_avx2(const uint8_t* p, Classes& c) {
-  uint64_t nonascii = 0, letter = 0, digit = 0, space = 0, newline = 0, other_ws = 0, apos = 0;
-  uint64_t upper = 0, slash = 0, control = 0;
-  for (int i = 0; i < 2; ++i) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * i));
-    const __m256i folded = _mm256_or_si256(v, splat32(0x20));
-    const __m256i nl = _mm256_or_si256(_mm256_cmpeq_epi8(v, splat32('\n')), _mm256_cmpeq_epi8(v, splat32('\r')));
-    const __m256i ws_range = in_range32(v, 9, 13);
-    nonascii |= bits32(v, i);
-    letter |= bits32(in_range32(folded, 'a', 'z'), i);
-    digit |= bits32(in_range32(v, '0', '9'), i);
-    space |= bits32(_mm256_cmpeq_epi8(v, splat32(' ')), i);
-    newline |= bits32(nl, i);
-    other_ws |= bits32(_mm256_andnot_si256(nl, ws_range), i);
-    apos |= bits32(_mm256_cmpeq_epi8(v, splat32('\'')), i);
-    if constexpr (kExtra) {
-      upper |= bits32(in_range32(v, 'A', 'Z'), i);
-      slash |= bits32(_mm256_cmpeq_epi8(v, splat32('/')), i);
-      // (bytes >= 0x80 are negative and count as below 0x20 here; they are never valid bytes)
-      const __m256i below_space = _mm256_andnot_si256(ws_range, _mm256_cmpgt_epi8(splat32(0x20), v));
-      control |= bits32(_mm256_or_si256(below_space, _mm256_cmpeq_epi8(v, splat32(0x7F))), i);
-    }
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+  const __m256i nl_lo = newline32(lo), nl_hi = newline32(hi);
+  const __m256i ws_lo = in_range32(lo, 9, 13), ws_hi = in_range32(hi, 9, 13);
+  c.nonascii = both32(lo, hi);
+  c.letter = both32(letter32(lo), letter32(hi));
+  c.digit = both32(in_range32(lo, '0', '9'), in_range32(hi, '0', '9'));
+  c.space = both32(eq32(lo, ' '), eq32(hi, ' '));
+  c.newline = both32(nl_lo, nl_hi);
+  c.other_ws = both32(_mm256_andnot_si256(nl_lo, ws_lo), _mm256_andnot_si256(nl_hi, ws_hi));
+  c.apos = both32(eq32(lo, '\''), eq32(hi, '\''));
+  if constexpr (kExtra) {
+    c.upper = both32(in_range32(lo, 'A', 'Z'), in_range32(hi, 'A', 'Z'));
+    c.slash = both32(eq32(lo, '/'), eq32(hi, '/'));
+    c.control = both32(control32(lo, ws_lo), control32(hi, ws_hi));
   }
-  c.nonascii = nonascii, c.letter = letter, c.digit = digit, c.space = space, c.newline = newline;
-  c.other_ws = other_ws, c.apos = apos;
-  if constexpr (kExtra) c.upper = upper, c.slash = slash, c.control = control;
 }
 
 bool cpu_has_avx2() {
