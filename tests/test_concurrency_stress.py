@@ -137,7 +137,7 @@ def test_truncation_toggled_while_encoding() -> None:
 
 def test_encode_reentered_from_a_gc_callback() -> None:
     # encode_ordinary and encode build their lists from the thread's id vector (bindings.cc,
-    # ListIds), and a call made while that vector is in use on the same thread gets its own: the
+    # CallIds), and a call made while that vector is in use on the same thread gets its own: the
     # garbage collector may run inside a native call (before the encode, or on CPython 3.11 where
     # the result list's memory does not come from the free list, while it is being built), and a
     # gc callback or a finalizer may encode. Collections are forced at nearly every allocation,

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/double_array.h"
+#include "core/once.h"
 
 namespace crayon {
 
@@ -198,25 +199,19 @@ class FirstUse {
  public:
   template <class F>
   void run(F&& f) const {
-    if (done_.load(std::memory_order_acquire)) {
-      if (!error_.empty()) throw CartridgeError(error_);
-      return;
-    }
-    std::call_once(once_, [&] {
+    once_([&] {
       try {
         f();
       } catch (const std::exception& e) {
         error_ = e.what();
         if (error_.empty()) error_ = "invalid cartridge";
       }
-      done_.store(true, std::memory_order_release);
     });
-    if (!error_.empty()) throw CartridgeError(error_);
+    if (!error_.empty()) throw CartridgeError(error_);  // written before once_ recorded the run
   }
 
  private:
-  mutable std::once_flag once_;
-  mutable std::atomic<bool> done_{false};
+  mutable Once once_;
   mutable std::string error_;
 };
 

@@ -5,7 +5,8 @@
 // and from a shared library (the Python module) each of those is a call to __tls_get_addr. Asked
 // per piece (whether a CJK piece has its SafeCuts, whether BPE has its byte-pair table) that was
 // 2.7M instructions of DeepSeek-V3's 105M on 20 Chinese documents. Once asks an atomic flag
-// first and goes to call_once only until the value is built.
+// first and goes to call_once only until the value is built. (Cartridge checks deferred to first
+// use, FirstUse in core/cartridge.h, run through it too.)
 #pragma once
 
 #include <atomic>

@@ -95,16 +95,46 @@ class Interrupts {
   std::unique_ptr<py::error_already_set> error_;
 };
 
-// Token counts without ids kept: each thread encodes into a scratch vector it reuses, which is
-// let go after a text of more than 4M tokens so one huge text does not pin its memory.
+// The ids of one call that are read before it returns (made a list, or counted): the thread's
+// vector, whose capacity stays for the next call (a fresh vector grew by doubling: 11-13
+// reallocations and copies of a 16 KiB document's ids), given up past kKeptIds so that one huge
+// text does not keep its memory. A call made while the thread's vector is in use (a finalizer
+// that encodes, run by the garbage collector while a list is built) gets a vector of its own.
+class CallIds {
+ public:
+  CallIds() : scratch_(thread_scratch<Scratch>()) {
+    if (scratch_.busy) return;
+    scratch_.busy = true;
+    ids_ = &scratch_.ids;
+    ids_->clear();
+  }
+  ~CallIds() {
+    if (ids_ != &scratch_.ids) return;
+    if (scratch_.ids.capacity() > kKeptIds) std::vector<uint32_t>().swap(scratch_.ids);
+    scratch_.busy = false;
+  }
+  CallIds(const CallIds&) = delete;
+  CallIds& operator=(const CallIds&) = delete;
+
+  std::vector<uint32_t>& operator*() { return *ids_; }
+
+ private:
+  static constexpr size_t kKeptIds = size_t{1} << 20;  // 4 MiB per thread at most
+  struct Scratch {
+    std::vector<uint32_t> ids;
+    bool busy = false;
+  };
+  Scratch& scratch_;
+  std::vector<uint32_t> own_;
+  std::vector<uint32_t>* ids_ = &own_;
+};
+
+// Token counts without ids kept: each call encodes into the thread's CallIds.
 template <class EncodeInto>
 size_t count_with(EncodeInto&& encode_into) {
-  thread_local std::vector<uint32_t> scratch;
-  scratch.clear();
-  encode_into(scratch);
-  const size_t n = scratch.size();
-  if (scratch.capacity() > (size_t{1} << 22)) std::vector<uint32_t>().swap(scratch);
-  return n;
+  CallIds ids;
+  encode_into(*ids);
+  return (*ids).size();
 }
 
 py::array_t<uint32_t> to_numpy(std::vector<uint32_t>&& ids) {
@@ -251,40 +281,6 @@ py::object index_stats(const ShortTokenIndex* index) {
   d["complete"] = index->complete();
   return d;
 }
-
-// The ids of one call that become a Python list: the thread's vector, whose capacity stays for
-// the next call (a fresh vector grew by doubling: 11-13 reallocations and copies of a 16 KiB
-// document's ids), given up past kKeptIds so that one huge text does not keep its memory. A call
-// made while the thread's vector is in use (a finalizer that encodes, run by the garbage collector
-// while the list is built) gets a vector of its own.
-class ListIds {
- public:
-  ListIds() : scratch_(thread_scratch<Scratch>()) {
-    if (scratch_.busy) return;
-    scratch_.busy = true;
-    ids_ = &scratch_.ids;
-    ids_->clear();
-  }
-  ~ListIds() {
-    if (ids_ != &scratch_.ids) return;
-    if (scratch_.ids.capacity() > kKeptIds) std::vector<uint32_t>().swap(scratch_.ids);
-    scratch_.busy = false;
-  }
-  ListIds(const ListIds&) = delete;
-  ListIds& operator=(const ListIds&) = delete;
-
-  std::vector<uint32_t>& operator*() { return *ids_; }
-
- private:
-  static constexpr size_t kKeptIds = size_t{1} << 20;  // 4 MiB per thread at most
-  struct Scratch {
-    std::vector<uint32_t> ids;
-    bool busy = false;
-  };
-  Scratch& scratch_;
-  std::vector<uint32_t> own_;
-  std::vector<uint32_t>* ids_ = &own_;
-};
 
 // The Python-side handle of an engine.
 class PyEngine {
@@ -1960,7 +1956,7 @@ PYBIND11_MODULE(_crayon, m) {
       .def("encode_ordinary", [](const PyEngine& pe, const py::str& text, bool cached) {
         const Engine& e = *pe;
         std::string_view t = utf8_view(text);
-        ListIds ids;
+        CallIds ids;
         std::vector<uint32_t>& out = *ids;
         {
           py::gil_scoped_release release;
@@ -1977,7 +1973,7 @@ PYBIND11_MODULE(_crayon, m) {
         const Engine& e = *pe;
         std::string_view t = utf8_view(text);
         std::vector<uint8_t> mask = mask_from(allowed);
-        ListIds ids;
+        CallIds ids;
         std::vector<uint32_t>& out = *ids;
         {
           py::gil_scoped_release release;

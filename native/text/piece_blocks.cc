@@ -176,9 +176,6 @@ void contraction_letters_sse2(const uint8_t* p, ContractionLetters& k) {
 #if defined(CRAYON_BLOCKS_AVX512)
 #define CRAYON_TARGET_AVX2 __attribute__((target("avx2")))
 CRAYON_TARGET_AVX2 inline __m256i splat32(char c) { return _mm256_set1_epi8(c); }
-CRAYON_TARGET_AVX2 inline uint64_t bits32(__m256i v, int half) {
-  return static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(v))) << (32 * half);
-}
 // Bytes in [lo, hi] (lo > 0; bytes >= 0x80 are negative as signed and never match).
 CRAYON_TARGET_AVX2 inline __m256i in_range32(__m256i v, char lo, char hi) {
   return _mm256_and_si256(_mm256_cmpgt_epi8(v, splat32(static_cast<char>(lo - 1))),
