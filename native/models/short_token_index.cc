@@ -41,21 +41,24 @@ std::unique_ptr<const ShortTokenIndex> ShortTokenIndex::build(const BpeTables& t
                                                              const uint8_t* kinds, uint8_t mergeable) {
   if (split_left == nullptr) return nullptr;
   size_t count = 0;
-  bool complete = kinds != nullptr;
+  // Mergeable tokens of the indexed shape that BPE does not reach (or that another id shadows in
+  // the trie): the whole-piece walk may find them, so find() must not answer kNoToken for their
+  // buckets. Without kinds no token can be told apart, and find() never answers kNoToken.
+  std::vector<uint32_t> unreached;
   for (uint32_t id = 0; id < t.n_ids; ++id) {
     const bool held = indexable(t, split_left, id);
     count += held;
-    // A mergeable token of the indexed shape that BPE does not reach (or that another id shadows
-    // in the trie): the whole-piece walk may find it, so find() must not answer kNoToken.
-    if (!held && complete && kinds[id] == mergeable && shaped(t, id)) complete = false;
+    if (!held && kinds != nullptr && kinds[id] == mergeable && shaped(t, id)) unreached.push_back(id);
   }
   if (count == 0) return nullptr;
   std::unique_ptr<ShortTokenIndex> index(new ShortTokenIndex());
-  index->complete_ = complete;
+  index->complete_ = kinds != nullptr;
   unsigned bits = 1;
   while ((size_t{1} << bits) < count) ++bits;  // buckets >= tokens: at most half the slots used
   index->bucket_bits_ = bits;
   index->overflowed_.assign(((size_t{1} << bits) + 63) / 64, 0);
+  for (const uint32_t id : unreached) index->mark(index->bucket_of(key_of(t, id)));
+  index->unreached_ = unreached.size();
   // The tokens are grouped by the top bits of their bucket first (a stable counting sort over the
   // token table, read front to back twice), so that each group's writes land in a region of the
   // table that stays in cache; within a group ids stay ascending, so a full bucket keeps its lower
@@ -100,8 +103,7 @@ std::unique_ptr<const ShortTokenIndex> ShortTokenIndex::build(const BpeTables& t
     Slot* s = index->slots_ + 2 * size_t{index->bucket_of(ShortPieceCache::Key{e.a, e.b, e.len, 0})};
     if (s[0].len != 0) ++s;
     if (s->len != 0) {
-      const size_t b = (s - index->slots_) / 2;
-      index->overflowed_[b >> 6] |= uint64_t{1} << (b & 63);
+      index->mark(static_cast<uint32_t>((s - index->slots_) / 2));
       ++index->left_out_;
       continue;
     }

@@ -24,10 +24,12 @@
 // single byte or a merge). A reachable token is its own BPE, and tiktoken's whole-piece shortcut
 // answers it the same, so the index is exact for both faces' semantics; unreachable tokens
 // (Llama 3 has 588) are left to the trie walk, as are tokens whose bucket is full (both slots
-// taken; 5-8% of them at this load). Where no token of that shape is unreachable (r50k, cl100k,
-// o200k: every token is), a piece the index does not find in a bucket that lost no token is no
-// token at all (find() says kNoToken), and its BPE starts without the whole-piece walk, which fails deep in
-// the trie for a word of several tokens.
+// taken; 5-8% of them at this load). Each bucket keeps a bit: one of its tokens is not held
+// (full, or unreachable). A piece the index does not find in a bucket whose bit is clear is no
+// token at all (find() says kNoToken), and its BPE starts without the whole-piece walk, which
+// fails deep in the trie for a word of several tokens. (Until the twenty-third session one
+// unreachable token anywhere turned kNoToken off for the whole index: Llama 3's pieces of several
+// tokens all paid the walk.)
 //
 // Memory: 2 slots of 32 bytes per bucket, buckets a power of two at least the number of tokens
 // indexed (at most half the slots used): 4 MiB for r50k_base, 8 MiB for cl100k_base and Llama 3,
@@ -69,9 +71,9 @@ class ShortTokenIndex {
   void prefetch(const ShortPieceCache::Key& k) const { __builtin_prefetch(bucket(k)); }
 
   // The token whose bytes the piece of key `k` is; else kNoToken when the piece is certainly no
-  // token of the vocabulary (so no trie walk needs to ask: no token was left out of its bucket,
-  // and every mergeable token of its shape, ASCII-led and 1-16 bytes, is reachable, so the index
-  // holds them all); else kNotHeld.
+  // token of the vocabulary (so no trie walk needs to ask: no token of its bucket was left out,
+  // for want of a slot or for being unreachable, so the index holds every mergeable token of its
+  // shape, ASCII-led and 1-16 bytes, that could be this piece); else kNotHeld.
   static constexpr int64_t kNoToken = -1;
   static constexpr int64_t kNotHeld = -2;
   int64_t find(const ShortPieceCache::Key& k) const {
@@ -84,6 +86,7 @@ class ShortTokenIndex {
 
   size_t size() const { return indexed_; }    // tokens held
   size_t left_out() const { return left_out_; }  // tokens whose bucket was full
+  size_t unreached() const { return unreached_; }  // tokens of the shape BPE does not reach, not held
   size_t bytes() const { return bytes_; }
   bool complete() const { return complete_; }  // find() can answer kNoToken (see there)
 
@@ -103,6 +106,7 @@ class ShortTokenIndex {
     return static_cast<uint32_t>(h >> (64 - bucket_bits_));
   }
   const Slot* bucket(const ShortPieceCache::Key& k) const { return slots_ + 2 * size_t{bucket_of(k)}; }
+  void mark(uint32_t b) { overflowed_[b >> 6] |= uint64_t{1} << (b & 63); }  // bucket b lacks a token
 
   Slot* slots_ = nullptr;
   unsigned bucket_bits_ = 0;
@@ -110,8 +114,9 @@ class ShortTokenIndex {
   size_t bytes_ = 0;
   size_t indexed_ = 0;
   size_t left_out_ = 0;
-  std::vector<uint64_t> overflowed_;  // one bit per bucket: a token was left out of it
-  bool complete_ = false;             // no mergeable token of the indexed shape is unreachable
+  size_t unreached_ = 0;
+  std::vector<uint64_t> overflowed_;  // one bit per bucket: a token of its keys is not held
+  bool complete_ = false;             // the tokens' kinds were known (else find() never says kNoToken)
 };
 
 }  // namespace crayon

@@ -271,12 +271,14 @@ void without_gil(F&& fn, Interrupts* interrupts = nullptr) {
 
 using Engine = TiktokenEngine;
 
-// What a ShortTokenIndex holds, for tests and docs: {'tokens', 'left_out', 'bytes', 'complete'}, or None.
+// What a ShortTokenIndex holds, for tests and docs: {'tokens', 'left_out', 'unreached', 'bytes', 'complete'},
+// or None.
 py::object index_stats(const ShortTokenIndex* index) {
   if (index == nullptr) return py::none();
   py::dict d;
   d["tokens"] = index->size();
   d["left_out"] = index->left_out();
+  d["unreached"] = index->unreached();
   d["bytes"] = index->bytes();
   d["complete"] = index->complete();
   return d;
@@ -1950,7 +1952,7 @@ PYBIND11_MODULE(_crayon, m) {
       })
       .def("short_token_index", [](const PyEngine& pe) { return index_stats(pe->short_tokens()); },
            "The engine's index of short tokens (native/models/short_token_index.h), built on first use: "
-           "{'tokens', 'left_out', 'bytes', 'complete'}, or None when it has none.")
+           "{'tokens', 'left_out', 'unreached', 'bytes', 'complete'}, or None when it has none.")
       .def("short_token_index_in_use", [](const PyEngine& pe) { return pe->short_tokens_in_use(); },
            "Whether encodes use the index yet (after 16 KiB of text, or once short_token_index() built it).")
       .def("encode_ordinary", [](const PyEngine& pe, const py::str& text, bool cached) {
