@@ -3,7 +3,8 @@
 
 Method (../shared/BASELINES.md): one process, single thread, every library's own pool set to one
 thread, text no instance has seen (the corpora cut into ~16 KiB documents; each document is
-encoded once per library), libraries taking turns (the order rotates every pass), CPU time of the
+encoded once per library), libraries taking turns (the order rotates every pass; crayon-hf's two
+instances never run back to back: turn_order), CPU time of the
 process, garbage collection off while timing, each library's time including freeing its own output
 (lists and ints), median over passes; `--warm-up-kib 2048` first warms every instance on text from
 four corpora no cell measures (WARM_UP), to measure a tokenizer in use. Run it pinned:
@@ -150,8 +151,20 @@ def tokenizers_subjects(vocab: str) -> tuple[dict, str]:
     return subs, "tokenizers"
 
 
+def turn_order(names: list[str]) -> list[str]:
+    """The libraries' order around the ring the passes rotate: crayon-hf's two instances apart, so
+    that neither ever runs right after the other. A library runs faster after one that shares its
+    code (instructions and branch history warm, the thread's caches' pages mapped): measured on
+    qwen2_5 English, the numpy instance right after the list one ran at 94-99 MiB/s, after
+    another library at 75 (docs/benchmarks.md, "Turn order")."""
+    ours = [n for n in names if n.startswith("crayon")]
+    others = [n for n in names if not n.startswith("crayon")]
+    order = ours[:1] + others[:1] + ours[1:] + others[1:]
+    return order if len(ours) == 2 and others else names
+
+
 def cell(subs: dict, reference: str, docs: list[str], passes: int, per_pass: int) -> dict:
-    names = list(subs)
+    names = turn_order(list(subs))
     for name in names:  # warm-up on two documents nobody is timed on
         for d in docs[:2]:
             subs[name](d)

@@ -341,3 +341,19 @@ def test_missing_matplotlib_is_said(tmp_path, small_corpus, monkeypatch, capsys)
     assert {p.name for p in written} == {"bench.json", "bench.md"}
     assert "matplotlib is not installed, so bench.png was not drawn" in capsys.readouterr().err
     assert "No plot: matplotlib is not installed" in (tmp_path / "out" / "bench.md").read_text()
+
+
+def test_peer_benchmark_never_runs_our_two_instances_back_to_back():
+    # benchmarks/peers.py rotates a ring of libraries; a library runs faster right after one that
+    # shares its code, so crayon-hf's list and numpy instances must never be neighbours on it.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("peers", Path(__file__).resolve().parents[1] / "benchmarks" / "peers.py")
+    peers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peers)
+    for names in (["crayon", "crayon (numpy)", "tiktoken", "fastokens"],
+                  ["crayon", "crayon (numpy)", "tokenizers", "fastokens", "tokie"]):
+        ring = peers.turn_order(names)
+        assert sorted(ring) == sorted(names)
+        for a, b in zip(ring, ring[1:] + ring[:1]):
+            assert not (a.startswith("crayon") and b.startswith("crayon")), ring
