@@ -735,10 +735,10 @@ class GrownArray {
     if (kept == nullptr) throw std::bad_alloc();
     data_ = nullptr;
     py::capsule owner(kept, [](void* p) { std::free(p); });
-    const size_t rows = size_ / cols;
+    const auto rows = static_cast<py::ssize_t>(size_ / cols);
     capacity_ = size_ = 0;
     if (cols == 1) return py::array_t<T>({rows}, kept, owner);
-    return py::array_t<T>({rows, cols}, kept, owner);
+    return py::array_t<T>({rows, static_cast<py::ssize_t>(cols)}, kept, owner);
   }
 
  private:
