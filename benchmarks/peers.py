@@ -153,10 +153,10 @@ def tokenizers_subjects(vocab: str) -> tuple[dict, str]:
 
 def turn_order(names: list[str]) -> list[str]:
     """The libraries' order around the ring the passes rotate: crayon-hf's two instances apart, so
-    that neither ever runs right after the other. A library runs faster after one that shares its
-    code (instructions and branch history warm, the thread's caches' pages mapped): measured on
-    qwen2_5 English, the numpy instance right after the list one ran at 94-99 MiB/s, after
-    another library at 75 (docs/benchmarks.md, "Turn order")."""
+    that neither ever runs right after the other. Measured on qwen2_5 English: the numpy instance
+    ran at 94-99 MiB/s right after the list one and at 75 after another library (the list
+    instance leaves crayon-hf's code and the thread's tables warm; another library's turn evicts
+    them), so its turns next to the list instance overstated it (docs/benchmarks.md, "Turn order")."""
     ours = [n for n in names if n.startswith("crayon")]
     others = [n for n in names if not n.startswith("crayon")]
     order = ours[:1] + others[:1] + ours[1:] + others[1:]
