@@ -22,6 +22,7 @@ import pytest
 from crayon_hf import _crayon
 from support import (
     TIKTOKEN_VOCABS,
+    VOCAB,
     check_native,
     corpus_files,
     corpus_text,
@@ -29,6 +30,8 @@ from support import (
     our_encoding,
     random_slices,
     reference_encoding,
+    require_module,
+    require_shared,
 )
 
 
@@ -268,3 +271,26 @@ def test_short_token_index_waits_for_text_and_changes_no_id():
     assert engine.short_token_index_in_use()
     _crayon.engine_tags_skip_to_last_tag()  # cleared again: now the index answers them
     assert [engine.encode_ordinary(t) for t in texts] == expected
+
+
+@pytest.mark.parametrize("folder", ["falcon", "roberta_base"])
+def test_tokens_no_merge_makes_as_pieces_on_the_tokenizers_face(folder):
+    # Tokens of the short index's shape that no merge makes (falcon's ">>TITLE<<", roberta's "<s>"):
+    # as special tokens, and as plain text (encode_special_tokens), whole pieces and mixed with
+    # others, past the 16 KiB after which the index is used; the ids must be tokenizers'.
+    import json
+
+    tokenizers = require_module("tokenizers")
+    from crayon_hf import Tokenizer
+
+    path = require_shared(VOCAB / "hf" / folder / "tokenizer.json")
+    added = [t["content"] for t in json.loads(path.read_text(encoding="utf-8"))["added_tokens"]][:20]
+    rng = random.Random(7)
+    texts = [" ".join(added), "\n".join(added), "".join(added)]
+    texts += [" x ".join(rng.sample(added, len(added))) + " plain words" for _ in range(4)]
+    texts = [t * 60 for t in texts]
+    for special in (False, True):
+        ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+        ours.encode_special_tokens = ref.encode_special_tokens = special
+        for text in texts:
+            assert ours.encode(text).ids == ref.encode(text).ids, (special, text[:80])
