@@ -56,7 +56,7 @@ std::unique_ptr<const ShortTokenIndex> ShortTokenIndex::build(const BpeTables& t
   unsigned bits = 1;
   while ((size_t{1} << bits) < count) ++bits;  // buckets >= tokens: at most half the slots used
   index->bucket_bits_ = bits;
-  index->overflowed_.assign(((size_t{1} << bits) + 63) / 64, 0);
+  index->lacking_.assign(((size_t{1} << bits) + 63) / 64, 0);
   for (const uint32_t id : unreached) index->mark(index->bucket_of(key_of(t, id)));
   index->unreached_ = unreached.size();
   // The tokens are grouped by the top bits of their bucket first (a stable counting sort over the

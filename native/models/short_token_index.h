@@ -81,7 +81,7 @@ class ShortTokenIndex {
     const Slot* s = slots_ + 2 * size_t{b};
     if (s[0].holds(k)) return s[0].id;
     if (s[1].holds(k)) return s[1].id;
-    return complete_ && !((overflowed_[b >> 6] >> (b & 63)) & 1) ? kNoToken : kNotHeld;
+    return complete_ && !((lacking_[b >> 6] >> (b & 63)) & 1) ? kNoToken : kNotHeld;
   }
 
   size_t size() const { return indexed_; }    // tokens held
@@ -106,7 +106,7 @@ class ShortTokenIndex {
     return static_cast<uint32_t>(h >> (64 - bucket_bits_));
   }
   const Slot* bucket(const ShortPieceCache::Key& k) const { return slots_ + 2 * size_t{bucket_of(k)}; }
-  void mark(uint32_t b) { overflowed_[b >> 6] |= uint64_t{1} << (b & 63); }  // bucket b lacks a token
+  void mark(uint32_t b) { lacking_[b >> 6] |= uint64_t{1} << (b & 63); }  // bucket b lacks a token
 
   Slot* slots_ = nullptr;
   unsigned bucket_bits_ = 0;
@@ -115,7 +115,7 @@ class ShortTokenIndex {
   size_t indexed_ = 0;
   size_t left_out_ = 0;
   size_t unreached_ = 0;
-  std::vector<uint64_t> overflowed_;  // one bit per bucket: a token of its keys is not held
+  std::vector<uint64_t> lacking_;     // one bit per bucket: a token of its keys is not held
   bool complete_ = false;             // the tokens' kinds were known (else find() never says kNoToken)
 };
 
