@@ -136,6 +136,47 @@ def test_engine_tags_wrap_around_without_stale_hits():
     assert failures == [False] * 5
 
 
+def _short_slot(piece: bytes, tag: int) -> int:
+    """The ShortPieceCache slot of a piece of up to 16 bytes for an engine tag (make_key in
+    native/models/short_piece_cache.h), so that a test can aim two pieces at one slot."""
+    m = (1 << 64) - 1
+    padded = piece + bytes(16)
+    a = int.from_bytes(padded[:8], "little")
+    b = int.from_bytes(padded[8:16], "little")
+    h = ((a ^ ((b * 0xC2B2AE3D27D4EB4F) & m) ^ (tag << 8 | len(piece))) * 0x9E3779B97F4A7C15) & m
+    return h >> 48
+
+
+def test_a_miss_taking_the_slot_of_a_later_hit_in_its_batch():
+    # The cached loop reads a batch of pieces' slots before it encodes the batch's misses
+    # (encode_cached in native/engines/tiktoken_engine.cc), and an encoded miss stores its ids in
+    # its slot: the slot a later piece of the same batch was found in, when the two share one.
+    # Two words aimed at one slot: " B" is cached first; then in " A B" A misses and takes the
+    # slot, after B was found there. B must still come out as B (a loop that copied the hits'
+    # ids after encoding the misses gave A's ids for it). On a new thread the engine's tag is 1.
+    ref, ours = reference_encoding("cl100k_base"), our_encoding("cl100k_base")
+    rng = random.Random(11)
+    words = sorted({"".join(rng.choice("abcdefghiklmnoprstu") for _ in range(rng.randint(3, 9))) for _ in range(3000)})
+    by_slot: dict[int, list[str]] = {}
+    for w in words:
+        by_slot.setdefault(_short_slot(f" {w}".encode(), 1), []).append(w)
+    pairs = [(ws[0], ws[1]) for ws in by_slot.values() if len(ws) > 1][:20]
+    assert len(pairs) == 20
+    tail = " and some more words after it."  # the key reads 16 bytes: pieces before the last 16 are keyed
+    failures = []
+
+    def work() -> None:
+        for a, b in pairs:
+            for text in (f" {b}{tail}", f" {a} {b}{tail}", f" {b} {a}{tail}"):
+                if ours.encode_ordinary(text) != ref.encode_ordinary(text):
+                    failures.append(text)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert failures == []
+
+
 @pytest.mark.parametrize("folder", ["gpt2", "llama3_1"])
 def test_tokenizer_json_ids_share_the_thread_with_the_tiktoken_face(folder):
     # The tokenizer.json face's byte-level path goes through the same short cache (its own engine

@@ -584,93 +584,105 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
   // index of short tokens answers it without a trie walk (models/short_token_index.h).
   const ShortTokenIndex* const tokens = short_tokens_for(seg.size());
   // Pieces that start before keyable_end have ShortPieceCache::kMaxLen readable bytes in seg.
-  const uint8_t* const data = reinterpret_cast<const uint8_t*>(seg.data());
-  const size_t keyable_end = seg.size() >= ShortPieceCache::kMaxLen ? seg.size() - ShortPieceCache::kMaxLen + 1 : 0;
+  const uint8_t* const keyable_end = reinterpret_cast<const uint8_t*>(seg.data()) +
+      (seg.size() >= ShortPieceCache::kMaxLen ? seg.size() - ShortPieceCache::kMaxLen + 1 : 0);
   // Three batches of kAhead pieces in flight, a stage apart:
   //   filled:  found, keyed, their cache slots prefetched
-  //   probed:  a batch later, the slots read (the hits' ids kept), and for the misses alone the
-  //            index bucket prefetched
-  //   emitted: a batch later still, hits copied out in runs, misses encoded
+  //   probed:  a batch later, the slots read: the hits' ids copied out in order, a bit set per
+  //            miss, and for the misses alone the index bucket and the PieceCache slot prefetched
+  //   emitted: a batch later still, hits joining `out` in runs, misses encoded
   // After another library's turn (or any other work) the slots and buckets are cold; so their
   // misses overlap instead of costing one memory latency per piece, and a piece the cache
   // answers costs one line, not two (prefetching the bucket of every piece at fill time was 8%
-  // of the time on text seen before).
-  constexpr size_t kAhead = 32;
-  struct Pending {
-    const uint8_t* p;
-    size_t n;
-    bool keyed;
-    uint32_t got;  // ids the cache gave (probe), 0 for a miss or an unkeyed piece
-    ShortPieceCache::Key key;
-    uint32_t ids[ShortPieceCache::kMaxIds];
-    PieceCache::Key long_key;  // made for a keyed piece the cache missed (probe)
+  // of the time on text seen before). A batch is arrays, not a record per piece: the probe writes
+  // the hits' ids where a run of them joins `out` in one insert, straight from the batch. (They
+  // are copied at the probe, not at the emit, because a miss encoded at the emit stores its ids
+  // in a slot that a later hit of the batch may have been read from.)
+  constexpr uint32_t kAhead = 32;
+  struct Batch {
+    uint32_t count;
+    uint32_t misses;  // bit i: piece i is not in the cache (probe), or not keyed
+    uint32_t keyed;   // bit i: piece i has a key (kNoKey otherwise)
+    const uint8_t* p[kAhead];
+    size_t n[kAhead];
+    ShortPieceCache::Key key[kAhead];
+    PieceCache::Key long_key[kAhead];  // made at the probe for a keyed piece the cache missed
+    uint8_t at[kAhead + 1];            // the hits' ids before piece i: ids[0, at[i]) (probe)
+    uint32_t ids[kAhead * ShortPieceCache::kMaxIds];
   };
-  Pending batches[3][kAhead];
-  Pending* filling = batches[0];
-  Pending* probed = batches[1];  // filled a batch ago, not yet probed
-  Pending* ready = batches[2];   // probed a batch ago, not yet emitted
-  size_t n_filling = 0, n_probed = 0, n_ready = 0;
-  auto probe = [&](Pending* b, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      Pending& q = b[i];
-      q.got = q.keyed ? static_cast<uint32_t>(hot.copy_hit(tag, q.key, q.ids)) : 0;
-      if (q.got == 0 && q.keyed) {
-        if (tokens != nullptr) tokens->prefetch(q.key);
-        q.long_key = PieceCache::make_key(q.p, q.n);
-        pieces.prefetch(owner_, q.long_key);
-      }
+  static_assert(kAhead <= 32, "a batch's pieces are bits of a uint32_t");
+  static_assert(kAhead * ShortPieceCache::kMaxIds <= 0xFF, "Batch::at holds an offset into Batch::ids");
+  Batch batches[3];
+  Batch* filling = &batches[0];
+  Batch* probed = &batches[1];  // filled a batch ago, not yet probed
+  Batch* ready = &batches[2];   // probed a batch ago, not yet emitted
+  for (Batch& b : batches) b.count = b.keyed = b.misses = 0;
+  auto probe = [&](Batch& b) {
+    uint32_t misses = 0;
+    uint32_t* w = b.ids;
+    b.at[0] = 0;
+    for (uint32_t i = 0; i < b.count; ++i) {
+      if (hot.holds(tag, b.key[i])) w += hot.copy_held(b.key[i], w);
+      else misses |= uint32_t{1} << i;
+      b.at[i + 1] = static_cast<uint8_t>(w - b.ids);
+    }
+    b.misses = misses;
+    for (uint32_t m = misses & b.keyed; m != 0; m &= m - 1) {
+      const uint32_t i = static_cast<uint32_t>(__builtin_ctz(m));
+      if (tokens != nullptr) tokens->prefetch(b.key[i]);
+      b.long_key[i] = PieceCache::make_key(b.p[i], b.n[i]);
+      pieces.prefetch(owner_, b.long_key[i]);
     }
   };
-  // The ids of a run of hits gather here and join `out` in one insert, instead of a push_back
-  // with its capacity check per piece.
-  uint32_t hits[kAhead * ShortPieceCache::kMaxIds];
-  auto emit = [&](const Pending* b, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-      uint32_t* w = hits;
-      size_t got = 0;
-      for (; i < n && (got = b[i].got) != 0; ++i) {
-        std::memcpy(w, b[i].ids, sizeof(b[i].ids));
-        w += got;
+  auto emit = [&](const Batch& b) {
+    uint32_t i = 0;
+    while (i < b.count) {
+      const uint32_t ahead = b.misses >> i;
+      const uint32_t stop = ahead != 0 ? i + static_cast<uint32_t>(__builtin_ctz(ahead)) : b.count;
+      if (i < stop) {
+        out.insert(out.end(), b.ids + b.at[i], b.ids + b.at[stop]);
+        if (last_piece_len != nullptr) *last_piece_len = b.at[stop] - b.at[stop - 1];
+        i = stop;
+        if (i == b.count) break;
       }
-      if (w != hits) {
-        out.insert(out.end(), hits, w);
-        if (last_piece_len != nullptr) *last_piece_len = b[i - 1].got;
-      }
-      if (i == n) break;
-      const Pending& q = b[i++];
       const size_t before = out.size();
-      if (q.keyed) {
-        encode_piece_keyed(hot, tag, tokens, q.key, q.p, q.n, out, &q.long_key, &pieces);
+      if ((b.keyed >> i) & 1) {
+        encode_piece_missed(hot, tag, tokens, b.key[i], b.p[i], b.n[i], out, &b.long_key[i], &pieces);
       } else {
-        encode_piece(q.p, q.n, out, false, nullptr, &pieces, &hot);
+        encode_piece(b.p[i], b.n[i], out, false, nullptr, &pieces, &hot);
       }
       if (last_piece_len != nullptr) *last_piece_len = out.size() - before;
+      ++i;
     }
   };
   for_each([&](const uint8_t* p, size_t n) {
-    Pending& q = filling[n_filling++];
-    q.p = p;
-    q.n = n;
-    q.keyed = short_cached(p, n, static_cast<size_t>(p - data) < keyable_end);
-    if (q.keyed) {
-      q.key = ShortPieceCache::make_key(p, n, tag);
-      hot.prefetch(q.key);
+    Batch& b = *filling;
+    const uint32_t i = b.count++;
+    b.p[i] = p;
+    b.n[i] = n;
+    if (short_cached(p, n, p < keyable_end)) {
+      b.keyed |= uint32_t{1} << i;
+      b.key[i] = ShortPieceCache::make_key(p, n, tag);
+      hot.prefetch(b.key[i]);
+    } else {
+      b.key[i] = ShortPieceCache::kNoKey;
     }
-    if (n_filling == kAhead) {
-      emit(ready, n_ready);
-      probe(probed, n_probed);
-      Pending* const done = ready;
-      ready = probed, n_ready = n_probed;
-      probed = filling, n_probed = n_filling;
-      filling = done, n_filling = 0;
+    if (b.count == kAhead) {
+      emit(*ready);
+      probe(*probed);
+      Batch* const done = ready;
+      ready = probed;
+      probed = filling;
+      filling = done;
+      filling->count = 0;
+      filling->keyed = 0;
     }
   });
-  emit(ready, n_ready);
-  probe(probed, n_probed);
-  emit(probed, n_probed);
-  probe(filling, n_filling);
-  emit(filling, n_filling);
+  emit(*ready);
+  probe(*probed);
+  emit(*probed);
+  probe(*filling);
+  emit(*filling);
 }
 
 void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,

@@ -147,6 +147,13 @@ class TiktokenEngine {
                           std::vector<uint32_t>& out, const PieceCache::Key* long_key = nullptr,
                           PieceCache* caches = nullptr) const {
     if (hot.find(tag, key, out)) return;
+    encode_piece_missed(hot, tag, tokens, key, piece, n, out, long_key, caches);
+  }
+  // encode_piece_keyed after its probe of `hot` missed.
+  void encode_piece_missed(ShortPieceCache& hot, uint16_t tag, const ShortTokenIndex* tokens,
+                           const ShortPieceCache::Key& key, const uint8_t* piece, size_t n,
+                           std::vector<uint32_t>& out, const PieceCache::Key* long_key = nullptr,
+                           PieceCache* caches = nullptr) const {
     const int64_t id = tokens != nullptr ? tokens->find(key) : ShortTokenIndex::kNotHeld;
     if (id >= 0) {
       const uint32_t token = static_cast<uint32_t>(id);

@@ -71,6 +71,7 @@ class ShortPieceCache {
   static constexpr size_t kSlots = size_t{1} << kSlotBits;
   static constexpr uint32_t kPartBit = 0x80;  // in Key::len: the key of a part (make_key)
   static_assert(kMaxLen + 1 == sizeof(short_piece_detail::kMasks) / sizeof(short_piece_detail::kMasks[0]));
+  static_assert((kMaxLen | kPartBit) < 0xFF, "kNoKey's length is no key's");
 
   struct Key {
     uint64_t a;
@@ -137,23 +138,30 @@ class ShortPieceCache {
   bool find(uint16_t tag, const Key& k, Out& out) const {
     const Slot& s = slots_[k.index];
     if (!s.holds(tag, k)) return false;
-    append_few_ids(out, s.ids, s.n);
+    append_few_ids(out, s.ids, s.n());
     return true;
   }
 
-  // Writes the ids of `k` to w (room for kMaxIds) and returns how many, or 0 when the slot is not
-  // `k`'s. The common single id is stored under a branch, not by a count loaded from the slot:
-  // the caller's next write then does not wait for this slot's load, so that cold slots miss
-  // together (a branch-free version measured 10-14% slower on the turn-taking benchmark).
-  size_t copy_hit(uint16_t tag, const Key& k, uint32_t* w) const {
+  // A key no slot holds (a length no key has: at most kMaxLen | kPartBit): the probe of a piece
+  // that is not cached misses without a branch on whether it was keyed.
+  static constexpr Key kNoKey{0, 0, 0xFF, 0};
+
+  // Whether the slot of `k` holds `k` for `tag`.
+  bool holds(uint16_t tag, const Key& k) const { return slots_[k.index].holds(tag, k); }
+
+  // Writes the ids of a held `k` (holds() said so) to w (room for kMaxIds) and returns how many.
+  // The common single id is stored under a branch, not by a count loaded from the slot: the
+  // caller's next write then does not wait for this slot's load, so that cold slots miss together
+  // (a branch-free version measured 10-14% slower on the turn-taking benchmark).
+  size_t copy_held(const Key& k, uint32_t* w) const {
     const Slot& s = slots_[k.index];
-    if (!s.holds(tag, k)) return 0;
-    if (s.n == 1) {
+    const uint32_t n = s.n();
+    if (n == 1) {
       w[0] = s.ids[0];
       return 1;
     }
     std::memcpy(w, s.ids, sizeof(s.ids));
-    return s.n;
+    return n;
   }
 
   // Remembers ids[0, n) for `k` (ignored when n is 0 or more than kMaxIds).
@@ -163,9 +171,7 @@ class ShortPieceCache {
     s.a = k.a;
     s.b = k.b;
     std::memcpy(s.ids, ids, n * sizeof(uint32_t));
-    s.tag = tag;
-    s.len = static_cast<uint8_t>(k.len);
-    s.n = static_cast<uint8_t>(n);
+    s.meta = Slot::meta_of(tag, k.len) | static_cast<uint32_t>(n) << 24;
   }
 
  private:
@@ -173,10 +179,13 @@ class ShortPieceCache {
     uint64_t a;
     uint64_t b;
     uint32_t ids[kMaxIds];
-    uint16_t tag;  // 0: empty (tags start at 1)
-    uint8_t len;
-    uint8_t n;
-    bool holds(uint16_t t, const Key& k) const { return a == k.a && b == k.b && tag == t && len == k.len; }
+    uint32_t meta;  // tag | len << 16 | n << 24; tag 0: empty (tags start at 1)
+    static uint32_t meta_of(uint16_t tag, uint32_t len) { return tag | len << 16; }
+    // One compare of everything a hit needs (no branch per field: the probe asks every piece).
+    bool holds(uint16_t t, const Key& k) const {
+      return ((a ^ k.a) | (b ^ k.b) | ((meta ^ meta_of(t, k.len)) & 0xFFFFFFu)) == 0;
+    }
+    uint32_t n() const { return meta >> 24; }
   };
   static_assert(sizeof(Slot) == 32, "two slots per cache line");
 

@@ -316,12 +316,17 @@ class PyEngine {
   // invisible to callers. Call with the GIL held.
   static constexpr uint32_t kInterned = 1u << 20;  // every shared vocabulary's ids are below this
   static PyObject** interned_table() {
-    static PyObject** const table = static_cast<PyObject**>(std::calloc(kInterned, sizeof(PyObject*)));
+    // (Made on first use; if calloc fails that call raises MemoryError and the next one retries.)
+    static PyObject** const table = [] {
+      auto* t = static_cast<PyObject**>(std::calloc(kInterned, sizeof(PyObject*)));
+      if (t == nullptr) throw std::bad_alloc();
+      return t;
+    }();
     return table;
   }
   // `table` is interned_table(), read once by a caller's loop (its guard is a load and a branch).
   static PyObject* interned_id(PyObject** table, uint32_t id) {
-    if (id >= kInterned || table == nullptr) return PyLong_FromUnsignedLong(id);
+    if (id >= kInterned) return PyLong_FromUnsignedLong(id);
     PyObject* o = table[id];
     if (o == nullptr) {
       o = PyLong_FromUnsignedLong(id);
@@ -346,6 +351,7 @@ class PyEngine {
   static py::list id_list_around(PyObject* before, const uint32_t* ids, size_t n, PyObject* after) {
     const Py_ssize_t nb = before != nullptr ? PyList_GET_SIZE(before) : 0;
     const Py_ssize_t na = after != nullptr ? PyList_GET_SIZE(after) : 0;
+    PyObject** const table = interned_table();
     PyObject* list = PyList_New(nb + static_cast<Py_ssize_t>(n) + na);
     if (list == nullptr) throw py::error_already_set();
     for (Py_ssize_t i = 0; i < nb; ++i) {
@@ -353,14 +359,20 @@ class PyEngine {
       Py_INCREF(v);
       PyList_SET_ITEM(list, i, v);
     }
-    PyObject** const table = interned_table();
+    // The loop a list of ids spends its time in: an id met before is a table read and a
+    // reference; the list's item array is read once (PyList_SET_ITEM reloads it after every
+    // reference count, which the compiler cannot prove does not change it).
+    PyObject** const items = reinterpret_cast<PyListObject*>(list)->ob_item + nb;
     for (size_t i = 0; i < n; ++i) {
-      PyObject* v = interned_id(table, ids[i]);
-      if (v == nullptr) {
+      const uint32_t id = ids[i];
+      PyObject* v = id < kInterned ? table[id] : nullptr;
+      if (v != nullptr) {
+        Py_INCREF(v);
+      } else if ((v = interned_id(table, id)) == nullptr) {
         Py_DECREF(list);
         throw py::error_already_set();
       }
-      PyList_SET_ITEM(list, nb + static_cast<Py_ssize_t>(i), v);
+      items[i] = v;
     }
     for (Py_ssize_t i = 0; i < na; ++i) {
       PyObject* v = PyList_GET_ITEM(after, i);
