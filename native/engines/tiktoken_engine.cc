@@ -602,10 +602,9 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
   struct Batch {
     uint32_t count;
     uint32_t misses;  // bit i: piece i is not in the cache (probe), or not keyed
-    uint32_t keyed;   // bit i: piece i has a key (kNoKey otherwise)
     const uint8_t* p[kAhead];
     size_t n[kAhead];
-    ShortPieceCache::Key key[kAhead];
+    ShortPieceCache::Key key[kAhead];  // ShortPieceCache::kNoKey for a piece that is not keyed
     PieceCache::Key long_key[kAhead];  // made at the probe for a keyed piece the cache missed
     uint8_t at[kAhead + 1];            // the hits' ids before piece i: ids[0, at[i]) (probe)
     uint32_t ids[kAhead * ShortPieceCache::kMaxIds];
@@ -616,7 +615,8 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
   Batch* filling = &batches[0];
   Batch* probed = &batches[1];  // filled a batch ago, not yet probed
   Batch* ready = &batches[2];   // probed a batch ago, not yet emitted
-  for (Batch& b : batches) b.count = b.keyed = b.misses = 0;
+  for (Batch& b : batches) b.count = b.misses = 0;
+  auto keyed = [](const ShortPieceCache::Key& k) { return k.len != ShortPieceCache::kNoKey.len; };
   auto probe = [&](Batch& b) {
     uint32_t misses = 0;
     uint32_t* w = b.ids;
@@ -627,8 +627,9 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
       b.at[i + 1] = static_cast<uint8_t>(w - b.ids);
     }
     b.misses = misses;
-    for (uint32_t m = misses & b.keyed; m != 0; m &= m - 1) {
+    for (uint32_t m = misses; m != 0; m &= m - 1) {
       const uint32_t i = static_cast<uint32_t>(__builtin_ctz(m));
+      if (!keyed(b.key[i])) continue;
       if (tokens != nullptr) tokens->prefetch(b.key[i]);
       b.long_key[i] = PieceCache::make_key(b.p[i], b.n[i]);
       pieces.prefetch(owner_, b.long_key[i]);
@@ -646,7 +647,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
         if (i == b.count) break;
       }
       const size_t before = out.size();
-      if ((b.keyed >> i) & 1) {
+      if (keyed(b.key[i])) {
         encode_piece_missed(hot, tag, tokens, b.key[i], b.p[i], b.n[i], out, &b.long_key[i], &pieces);
       } else {
         encode_piece(b.p[i], b.n[i], out, false, nullptr, &pieces, &hot);
@@ -661,7 +662,6 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
     b.p[i] = p;
     b.n[i] = n;
     if (short_cached(p, n, p < keyable_end)) {
-      b.keyed |= uint32_t{1} << i;
       b.key[i] = ShortPieceCache::make_key(p, n, tag);
       hot.prefetch(b.key[i]);
     } else {
@@ -675,7 +675,6 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
       probed = filling;
       filling = done;
       filling->count = 0;
-      filling->keyed = 0;
     }
   });
   emit(*ready);
