@@ -429,6 +429,22 @@ def test_same_length_path_is_taken(driver):
     assert all(r[0] & 1 for r in results)
 
 
+def test_text_only_pass_resumes(driver):
+    """Where the same-length pass stops (an accent, a mark, a removed control), the text-only pass
+    takes up the text from the last kept ASCII char before it and keeps the bytes before (the driver
+    checks the joined text against the fused pass's, and its pieces with CJK chars left unspaced):
+    taken after a prefix, not where no kept ASCII char comes first."""
+    files = {p.name: p for p in corpus_files()}
+    multi = [corpus_text(files["multi_udhr_scripts.txt"], 16 * 1024)]
+    yes = [*multi, "plain words, then caf\u00e9", "ab\x01\u0301", "a b\u0301", "x \u4e2d\u0301 \u00e9",
+           "Hello, \u0130stanbul", "then \u4e2d\u6587 \u00c9\u0316 and \u1e09\x01\u0323"]
+    no = ["\u00e9 first", "\u0301abc", "\x01\u0301", "\u4e2d\u00e9"]
+    results = check_normalizer(driver, [(UNCASED, t) for t in yes + no], "resumed text-only pass")
+    flags = [r[0] for r in results]
+    assert all(f & 8 for f in flags[:len(yes)]), list(zip(flags, yes + no))
+    assert not any(f & 8 for f in flags[len(yes):]), flags
+
+
 def test_unspaced_cjk_path_is_taken(driver):
     """CJK chars without the spaces handle_chinese_chars puts around them and whitespace not mapped to
     ' ' (HfEngine's hot path for Chinese and Japanese; the driver checks its pieces against the

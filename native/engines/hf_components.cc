@@ -39,18 +39,19 @@ class NormalizerChain final : public TextNormalizer {
     return true;
   }
 
-  bool apply_same_length(std::string_view text, std::string& out, bool* separators_left) const override {
+  bool apply_same_length(std::string_view text, std::string& out, bool* separators_left, size_t* resume) const override {
+    if (resume != nullptr) *resume = 0;
     if (steps_.size() != 1) return false;
     const NormStep& s = steps_[0];
-    if (s.kind == NormStep::Kind::kBert) return normalize_bert_same_length(text, s.bert, out, separators_left);
+    if (s.kind == NormStep::Kind::kBert) return normalize_bert_same_length(text, s.bert, out, separators_left, resume);
     if (s.kind == NormStep::Kind::kPrecompiled) return s.precompiled->normalize_same_length(text, out);
     return false;
   }
 
-  bool apply_text(std::string_view text, std::string& out) const override {
+  bool apply_text(std::string_view text, std::string& out, size_t from) const override {
     if (steps_.size() != 1) return false;
     const NormStep& s = steps_[0];
-    if (s.kind == NormStep::Kind::kBert) return normalize_bert_text(text, s.bert, out);
+    if (s.kind == NormStep::Kind::kBert) return normalize_bert_text(text, s.bert, out, from);
     if (s.kind == NormStep::Kind::kPrecompiled) return s.precompiled->normalize_text(text, out);
     return false;
   }

@@ -1304,9 +1304,12 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
   bool explicit_align = false;
   const bool changes = pipeline_.normalizer && !pipeline_.normalizer->is_identity(segment);
   bool separators_left = false;  // CJK chars left without their spaces: the Bert splitter isolates them
-  if (changes && pipeline_.normalizer->apply_same_length(segment, normalized, separators_ok_ ? &separators_left : nullptr)) {
+  size_t resume = 0;  // where a failed same-length pass leaves the text to apply_text
+  if (changes && pipeline_.normalizer->apply_same_length(segment, normalized, separators_ok_ ? &separators_left : nullptr,
+                                                         &resume)) {
     text = normalized;  // same characters, same lengths: the alignment stays implicit
-  } else if (changes && !out.with_offsets && !ids_read_alignment_ && pipeline_.normalizer->apply_text(segment, normalized)) {
+  } else if (changes && !out.with_offsets && !ids_read_alignment_ &&
+             pipeline_.normalizer->apply_text(segment, normalized, resume)) {
     text = normalized;  // ids only: no offset is read, so no alignment is built (`where` is a stand-in)
   } else if (changes) {
     normalized.assign(segment.data(), segment.size());

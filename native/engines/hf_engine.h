@@ -59,12 +59,17 @@ class TextNormalizer {
   // `separators_left` (may be null): a BertNormalizer that puts spaces around CJK chars may leave them
   // out, setting *separators_left, when the caller then splits with PieceSplitter::split_isolating_cjk
   // (bert.h, normalize_bert_same_length).
-  virtual bool apply_same_length(std::string_view text, std::string& out, bool* separators_left = nullptr) const {
+  // `resume` (may be null): where it returns false, set to a position from which apply_text may
+  // take the text up, `out` then holding the normalized bytes of what comes before (0: nowhere).
+  virtual bool apply_same_length(std::string_view text, std::string& out, bool* separators_left = nullptr,
+                                 size_t* resume = nullptr) const {
+    if (resume != nullptr) *resume = 0;
     return false;
   }
   // For ids only: the normalized text of original text without its alignments, written to `out`
-  // (true); false: call apply(). The default never takes it.
-  virtual bool apply_text(std::string_view text, std::string& out) const { return false; }
+  // (true); false: call apply(). The default never takes it. `from`: the resume position a failed
+  // apply_same_length gave on this text and `out` (its bytes before it are kept), or 0.
+  virtual bool apply_text(std::string_view text, std::string& out, size_t from = 0) const { return false; }
 };
 
 // A pre-tokenizer that only splits: appends [start, end) sub-ranges of `text` (non-empty).

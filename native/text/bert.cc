@@ -46,6 +46,7 @@
 #include "tables/bert_tables.h"
 #include "tables/normalize_tables.h"
 #include "core/utf8.h"
+#include "text/decompose.h"
 
 namespace crayon {
 namespace {
@@ -202,6 +203,11 @@ class Sink {
     text_.resize(hint);
     if constexpr (kAlign) align_.reserve(hint);
   }
+  // The text alone, after the first `keep` bytes of `prefix` (its buffer taken over).
+  Sink(std::string&& prefix, size_t keep, size_t hint) : text_(std::move(prefix)), len_(keep) {
+    static_assert(!kAlign, "a kept prefix has no alignments");
+    if (text_.size() < keep + hint) text_.resize(keep + hint);
+  }
 
   void put(uint32_t cp, Alignment a) {
     if (len_ + 4 > text_.size()) text_.resize(text_.size() * 2 + 16);
@@ -248,12 +254,12 @@ template <bool kAlign>
 class Fused {
  public:
   Fused(std::string_view text, const Alignment* align, const BertNormalizerOptions& o)
-      : text_(text),
-        align_(align),
-        o_(o),
-        map_(ascii_map(o)),
-        plain_(plain_chars(o)),
-        out_(text.size() + text.size() / 8 + 16) {}
+      : Fused(text, align, o, Sink<kAlign>(hint(text))) {}
+  Fused(std::string_view text, const Alignment* align, const BertNormalizerOptions& o, Sink<kAlign>&& out)
+      : text_(text), align_(align), o_(o), map_(ascii_map(o)), plain_(plain_chars(o)), out_(std::move(out)) {}
+  static size_t hint(std::string_view text) { return text.size() + text.size() / 8 + 16; }
+  Fused(const Fused&) = delete;  // decomposer_'s sink points back at this one
+  Fused& operator=(const Fused&) = delete;
 
   template <class Out>
   void run(Out& t) {
@@ -408,8 +414,18 @@ class Fused {
     }
   }
 
-  // normalize_nfd on the run alone, with marker alignments mapped back to the real ones.
+  // normalize_nfd on the run alone, with marker alignments mapped back to the real ones. Text
+  // alone (kAlign false), the run goes straight through the crate's decomposer, as normalize_nfd
+  // would take it, once a char has reached lowercase: from then on no alignment is read (stage_c
+  // checks only the first char's), so none is made (the marker text was 13% of bert_base_uncased's
+  // instructions on the 39 scripts).
   void nfd_run() {
+    if constexpr (!kAlign) {
+      if (first_c_) {
+        for (const Pending& x : run_) decomposer_.push_char(x.cp);
+        return decomposer_.flush();
+      }
+    }
     mini_.text.clear();
     mini_.align.clear();
     char buf[4];
@@ -464,6 +480,12 @@ class Fused {
   bool has_head_ = false;
   std::vector<Pending> marks_, run_;
   NormalizedText mini_;
+  struct ToStripMn {
+    Fused* fused;
+    void operator()(uint32_t cp, int32_t, uint8_t) { fused->strip_mn(cp, Alignment{0, 1}); }
+  };
+  ToStripMn to_strip_mn_{this};
+  Decomposer<ToStripMn> decomposer_{/*compat=*/false, to_strip_mn_};
   bool first_a_ = false, first_c_ = false;
 };
 
@@ -724,17 +746,24 @@ void normalize_bert(NormalizedText& t, const BertNormalizerOptions& o) {
   }
 }
 
-bool normalize_bert_text(std::string_view text, const BertNormalizerOptions& o, std::string& out) {
+bool normalize_bert_text(std::string_view text, const BertNormalizerOptions& o, std::string& out, size_t from) {
+  // From a kept ASCII char on (normalize_bert_same_length's resume), the rest normalizes as it
+  // would in the whole: that char is a starter no mark before it reorders with, and every other
+  // step is char by char. So the kept bytes stay and the fused pass takes up the rest.
+  const std::string_view rest = text.substr(from);
   try {
-    Fused<false>(text, nullptr, o).run(out);
+    Fused<false>(rest, nullptr, o, Sink<false>(std::move(out), from, Fused<false>::hint(rest))).run(out);
   } catch (const NeedsReference&) {
     return false;
   }
   return true;
 }
 
-bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptions& o, std::string& out,
-                                bool* separators_left) {
+namespace {
+
+// normalize_bert_same_length up to the first char it cannot keep: that char's position, or n.
+size_t same_length_until(std::string_view text, const BertNormalizerOptions& o, std::string& out,
+                         bool* separators_left) {
   const auto* p = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
   out.resize(n);
@@ -751,7 +780,7 @@ bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptio
           continue;
         }
       }
-      if (!map.keep[p[i]]) return false;
+      if (!map.keep[p[i]]) return i;
       w[i] = static_cast<char>(map.out[p[i]]);
       ++i;
       continue;
@@ -760,51 +789,69 @@ bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptio
     uint32_t cp = c.cp;
     if (!(cp & kRawByte)) {
       const uint8_t f = bt::props(cp);
-      if (o.clean_text && (f & bt::kRemove)) return false;
+      if (o.clean_text && (f & bt::kRemove)) return i;
       if (o.clean_text && (f & bt::kSpace)) {
         // Mapped to ' ' (a shorter char): left as it is only for a splitter that drops it anyway
         // (and isolates CJK chars, which is right only where handle_chinese_chars spaces them).
-        if (separators_left == nullptr || !o.handle_chinese_chars || !(f & bt::kWhitespace)) return false;
+        if (separators_left == nullptr || !o.handle_chinese_chars || !(f & bt::kWhitespace)) return i;
         *separators_left = true;
         std::memcpy(w + i, p + i, c.len);
         i += c.len;
         continue;
       }
       const bool cjk = o.handle_chinese_chars && (f & bt::kChinese);
-      if (cjk && separators_left == nullptr) return false;
+      if (cjk && separators_left == nullptr) return i;
       if (o.strip_accents) {
         const uint16_t pr = nt::props(cp);
         // A mark is either dropped or may be reordered; a starter must keep its first piece and
         // lose all the others (then it is alone in its NFD run: the next char is a starter too,
         // or this test fails on it).
-        if (ccc(pr) != 0 || (pr & nt::kCanonBadStart)) return false;
+        if (ccc(pr) != 0 || (pr & nt::kCanonBadStart)) return i;
         if (pr & nt::kCanonDecomp) {
-          if (cp - kSBase < kSCount) return false;  // Hangul: two or three jamo
+          if (cp - kSBase < kSCount) return i;  // Hangul: two or three jamo
           const nt::Record* r = nt::record(cp);
           const uint32_t* d = nt::kPool + r->canon_off;
           for (uint32_t k = 1; k < r->canon_len; ++k) {
-            if (!(bt::props(d[k]) & bt::kMn)) return false;
+            if (!(bt::props(d[k]) & bt::kMn)) return i;
           }
           cp = d[0];
         }
-        if (bt::props(cp) & bt::kMn) return false;
+        if (bt::props(cp) & bt::kMn) return i;
       }
       if (o.lowercase && (nt::props(cp) & nt::kLowerChanges)) {
         uint32_t len;
         const uint32_t* low = lower_of(cp, &len);
-        if (len != 1) return false;
+        if (len != 1) return i;
         cp = low[0];
       }
-      if (utf8_len(cp) != c.len) return false;
+      if (utf8_len(cp) != c.len) return i;
       // Isolating CJK chars after normalizing finds the chars that were CJK before only if
       // normalizing keeps the class (NFD of a compatibility ideograph is an ideograph).
-      if (separators_left != nullptr && o.handle_chinese_chars && ((bt::props(cp) & bt::kChinese) != 0) != cjk) return false;
+      if (separators_left != nullptr && o.handle_chinese_chars && ((bt::props(cp) & bt::kChinese) != 0) != cjk) return i;
       if (cjk) *separators_left = true;
     }
     encode(cp, w + i);
     i += c.len;
   }
-  return true;
+  return n;
+}
+
+}  // namespace
+
+bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptions& o, std::string& out,
+                                bool* separators_left, size_t* resume) {
+  const size_t stop = same_length_until(text, o, out, separators_left);
+  if (stop == text.size()) return true;
+  if (resume != nullptr) {
+    // The last char before the stop that is a kept ASCII char: an NFD boundary (a removed control
+    // is none: "e\x01\u0301" is one run), so the bytes before it are final.
+    const auto* p = reinterpret_cast<const uint8_t*>(text.data());
+    const AsciiMap& map = ascii_map(o);
+    size_t k = stop;
+    while (k > 0 && !(p[k - 1] < 0x80 && map.keep[p[k - 1]])) --k;
+    *resume = k > 0 ? k - 1 : 0;
+  }
+  return false;
 }
 
 void pretokenize_bert(std::string_view text, std::vector<std::pair<uint32_t, uint32_t>>& pieces, bool isolate_cjk) {

@@ -70,14 +70,18 @@ void normalize_bert(NormalizedText& t, const BertNormalizerOptions&);
 // whitespace chars are, so a caller that splits the result with pretokenize_bert(..., isolate_cjk =
 // true), and looks for no normalized added token in it, gets the pieces (bytes and original ranges)
 // of normalize_bert's text (tests/native/bert_driver.cc checks this on every case).
+//
+// `resume` (may be null): where it returns false, a position from which normalize_bert_text may
+// take the text up (0: from the start), `out` holding the normalized bytes of what comes before.
 bool normalize_bert_same_length(std::string_view text, const BertNormalizerOptions&, std::string& out,
-                                bool* separators_left = nullptr);
+                                bool* separators_left = nullptr, size_t* resume = nullptr);
 
 // The text normalize_bert makes of original text (whose every byte carries its character's
 // alignment, as NormalizedText::from_original gives it) without its alignments, for callers that
 // need ids only; false (out unspecified) where the fused pass leaves the text to the reference
-// (invalid UTF-8): then call normalize_bert.
-bool normalize_bert_text(std::string_view text, const BertNormalizerOptions&, std::string& out);
+// (invalid UTF-8): then call normalize_bert. `from`: 0, or the resume position a failed
+// normalize_bert_same_length gave on this text and `out` (the bytes before it are kept).
+bool normalize_bert_text(std::string_view text, const BertNormalizerOptions&, std::string& out, size_t from = 0);
 
 // BertPreTokenizer: appends the [start, end) byte ranges of the pre-tokens of `text`, in order.
 // isolate_cjk: each CJK char (handle_chinese_chars' class) is a pre-token of its own, as if

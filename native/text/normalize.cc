@@ -33,6 +33,7 @@
 
 #include "tables/normalize_tables.h"
 #include "core/utf8.h"
+#include "text/decompose.h"
 
 namespace crayon {
 namespace {
@@ -43,10 +44,7 @@ namespace nt = normalize_tables;
 // composes, written back as the same single byte.
 constexpr uint32_t kRawByte = 0x80000000u;
 
-// Hangul syllables (Unicode ch. 3.12); the crate decomposes and composes them arithmetically.
-constexpr uint32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
-constexpr uint32_t kLCount = 19, kVCount = 21, kTCount = 28;
-constexpr uint32_t kNCount = kVCount * kTCount, kSCount = kLCount * kNCount;
+using namespace hangul;  // NOLINT: the constants of the syllable arithmetic (text/decompose.h)
 
 struct Char {
   uint32_t cp;  // code point, or kRawByte | byte
@@ -163,78 +161,6 @@ class Rewriter {
   size_t n_;
   size_t off_ = 0;
   NormalizedText out_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// The crate's Decompositions: each char's full decomposition, first piece (c, 0), the others
-// (c, 1); runs of non-starters stably sorted by class, the change travelling with its char.
-// ---------------------------------------------------------------------------------------------
-struct Piece {
-  uint32_t cp;
-  int32_t change;
-  uint8_t cls;
-};
-
-template <class Sink>
-class Decomposer {
- public:
-  Decomposer(bool compat, Sink& sink) : compat_(compat), sink_(sink) {}
-
-  void push_char(uint32_t cp) {
-    if (cp < 0x80) {
-      push(cp, 0, 0);
-      return;
-    }
-    if (cp - kSBase < kSCount) {
-      const uint32_t s = cp - kSBase;
-      push(kLBase + s / kNCount, 0, 0);
-      push(kVBase + (s % kNCount) / kTCount, 1, 0);
-      if (s % kTCount) push(kTBase + s % kTCount, 1, 0);
-      return;
-    }
-    const uint16_t pr = nt::props(cp);
-    if (pr & (compat_ ? nt::kCompatDecomp : nt::kCanonDecomp)) {
-      const nt::Record* r = nt::record(cp);
-      const uint32_t off = compat_ ? r->compat_off : r->canon_off;
-      const uint32_t len = compat_ ? r->compat_len : r->canon_len;
-      for (uint32_t i = 0; i < len; ++i) {
-        const uint32_t d = nt::kPool[off + i];
-        push(d, i ? 1 : 0, ccc(d));
-      }
-      return;
-    }
-    push(cp, 0, static_cast<uint8_t>(pr & 0xFF));
-  }
-
-  // Sorts and emits what is pending: at a starter, and at the end of a piece.
-  void flush() {
-    const size_t k = pending_.size();
-    if (k > 1) {
-      if (k <= 32) {  // stable insertion sort: runs are short in real text
-        for (size_t i = 1; i < k; ++i) {
-          const Piece x = pending_[i];
-          size_t j = i;
-          for (; j > 0 && pending_[j - 1].cls > x.cls; --j) pending_[j] = pending_[j - 1];
-          pending_[j] = x;
-        }
-      } else {
-        std::stable_sort(pending_.begin(), pending_.end(),
-                         [](const Piece& a, const Piece& b) { return a.cls < b.cls; });
-      }
-    }
-    for (const Piece& p : pending_) sink_(p.cp, p.change, p.cls);
-    pending_.clear();
-  }
-
- private:
-  void push(uint32_t cp, int32_t change, uint8_t cls) {
-    if (cls == 0) flush();
-    pending_.push_back({cp, change, cls});
-  }
-
-  bool compat_;
-  Sink& sink_;
-  std::vector<Piece> pending_;
 };
 
 // Canonical composition of two chars, or false.

@@ -119,15 +119,23 @@ bool run_normalizer(size_t index, uint32_t kind, const std::string& text, std::s
       return false;
     }
   }
-  bool same_length = false;
+  bool same_length = false, resumed = false;
   if (!(kind & (kPrependEmpty | kEmptySecond))) {
     std::string same;
-    same_length = crayon::normalize_bert_same_length(text, o, same);
+    size_t resume = 0;
+    same_length = crayon::normalize_bert_same_length(text, o, same, nullptr, &resume);
     if (same_length && (same != fast.text || fast.align != NormalizedText::from_original(text).align)) {
       std::cerr << "case " << index << ": kind " << kind << " same-length path disagrees\n  " << describe(fast)
                 << "\n";
       return false;
     }
+    // Where it stops, the text-only pass takes up the rest after the bytes it kept.
+    if (!same_length && crayon::normalize_bert_text(text, o, same, resume) && same != fast.text) {
+      std::cerr << "case " << index << ": kind " << kind << " the text-only pass resumed at " << resume
+                << " disagrees\n  " << describe(fast) << "\n";
+      return false;
+    }
+    resumed = !same_length && resume > 0;
   }
   // The same with CJK chars left unspaced: pretokenize_bert isolating them must give the pieces
   // (normalized bytes and original ranges) that pretokenize_bert gives on the spaced text.
@@ -135,7 +143,8 @@ bool run_normalizer(size_t index, uint32_t kind, const std::string& text, std::s
   if (!(kind & (kPrependEmpty | kEmptySecond))) {
     std::string same;
     bool spaced = false;
-    spaced_same = crayon::normalize_bert_same_length(text, o, same, &spaced);
+    size_t resume = 0;
+    spaced_same = crayon::normalize_bert_same_length(text, o, same, &spaced, &resume);
     if (spaced_same && !spaced && same != fast.text) {
       std::cerr << "case " << index << ": kind " << kind << " same-length path (CJK allowed) disagrees\n";
       return false;
@@ -157,8 +166,26 @@ bool run_normalizer(size_t index, uint32_t kind, const std::string& text, std::s
         return false;
       }
     }
+    // Stopped and taken up by the text-only pass: CJK chars before the resume point may be left
+    // unspaced, the rest spaced; split isolating them, the pieces' bytes are the spaced text's.
+    if (!spaced_same && crayon::normalize_bert_text(text, o, same, resume)) {
+      Pieces ours, theirs;
+      crayon::pretokenize_bert(same, ours, /*isolate_cjk=*/spaced);
+      crayon::pretokenize_bert(fast.text, theirs);
+      bool equal = ours.size() == theirs.size();
+      for (size_t i = 0; equal && i < ours.size(); ++i) {
+        const auto [a, b] = ours[i];
+        const auto [c, d] = theirs[i];
+        equal = same.compare(a, b - a, fast.text, c, d - c) == 0;
+      }
+      if (!equal) {
+        std::cerr << "case " << index << ": kind " << kind << " pieces resumed at " << resume
+                  << " differ from the spaced text's\n  " << describe(fast) << "\n";
+        return false;
+      }
+    }
   }
-  put_u32(out, (identity ? 1u : 0u) | (same_length ? 2u : 0u) | (spaced_same ? 4u : 0u));
+  put_u32(out, (identity ? 1u : 0u) | (same_length ? 2u : 0u) | (spaced_same ? 4u : 0u) | (resumed ? 8u : 0u));
   put_u32(out, static_cast<uint32_t>(fast.text.size()));
   out.append(fast.text);
   for (const auto& a : fast.align) {
