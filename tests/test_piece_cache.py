@@ -59,6 +59,11 @@ def _texts() -> list[str]:
     texts.append(" ".join(f"{s}{c}" for s in stems for c in "abz"))
     texts.append(" ".join(f"{s[:5]}\x00{s[5:9]}" for s in stems) + " the\x00 the\x00\x00 the")
     texts += [f"x {w}" for w in ("the", "the ", "thex", "a" * 16, "a" * 17)]
+    # Under r50k's pattern, pieces led by another script's byte up to 8 bytes are keyed too
+    # (TiktokenEngine::wide_key_limit): two- and three-byte letters, marks and punctuation, 1-5 of
+    # them around that limit, each seen twice, after letters and alone (marks are pieces of their own).
+    wide = " ".join(c * k for c in ("é", "ж", "ि", "！", "ं") for k in (1, 2, 3, 4, 5))
+    texts.append(f"{wide} {wide} क{wide}")
     # The LongPieceCache's pieces: words of other scripts (up to 24 bytes but more than 7 ids on
     # an English-centred vocabulary, and longer), pieces of 255-257 bytes around its limit, each
     # repeated so that the second time is a hit.

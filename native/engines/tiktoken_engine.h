@@ -133,12 +133,19 @@ class TiktokenEngine {
   // The thread's ShortPieceCache in front of encode_piece. Callers find pieces ahead, ask
   // short_cached whether a piece goes through the cache (`keyable`: ShortPieceCache::kMaxLen
   // readable bytes at `piece`), make its key with their tag (hot.tag_of(memo_owner()), once per
-  // call) and prefetch its slot, then call encode_piece_keyed. ASCII-led pieces only: long runs of
-  // CJK characters rarely fit a slot and rarely repeat within a slot's lifetime (measured: probing
-  // them cost Chinese text 3-5%).
-  static bool short_cached(const uint8_t* piece, size_t n, bool keyable) {
-    return n <= ShortPieceCache::kMaxLen && keyable && piece[0] < 0x80;
+  // call) and prefetch its slot, then call encode_piece_keyed. ASCII-led pieces, and other pieces
+  // of up to `wide_limit` bytes (0: none; see wide_key_limit): long runs of CJK characters rarely
+  // fit a slot and rarely repeat within a slot's lifetime (measured: probing them cost Chinese
+  // text 3-5%).
+  static bool short_cached(const uint8_t* piece, size_t n, bool keyable, size_t wide_limit = 0) {
+    return keyable && n <= (piece[0] < 0x80 ? ShortPieceCache::kMaxLen : wide_limit);
   }
+  // The wide_limit for pieces of a split pattern: 8 bytes under r50k's (GPT-2 and the folders
+  // that share its pre-tokenizer), which cuts combining marks and other non-letters off the
+  // letters of most scripts into short pieces of their own, mostly repeats (two thirds of gpt2's
+  // pieces on the 39 scripts); none under the others, whose letter runs keep the marks (keyed too,
+  // Qwen2's Chinese and Llama 3's 39 scripts were 0.6-0.7% slower, docs/benchmarks.md).
+  static size_t wide_key_limit(bool r50k) { return r50k ? 8 : 0; }
   // `tokens`: short_tokens(), or null to skip it.
   // `long_key`: the piece's PieceCache key, its slot prefetched, when the caller made one;
   // `caches` as for encode_piece.
@@ -229,7 +236,7 @@ class TiktokenEngine {
   // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache in a pipeline
   // of three batches of kAhead (encode_segment's and encode_blocks' loop).
   template <class ForEachPiece>
-  void encode_cached(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
+  void encode_cached(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, size_t wide_limit,
                      ForEachPiece&& for_each) const;
   // Calls f(bytes, n) for every piece of a segment (no special tokens inside).
   template <class F>

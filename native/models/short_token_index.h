@@ -77,12 +77,16 @@ class ShortTokenIndex {
   static constexpr int64_t kNoToken = -1;
   static constexpr int64_t kNotHeld = -2;
   int64_t find(const ShortPieceCache::Key& k) const {
+    if (!may_hold(k)) return kNotHeld;  // a key of the short cache's wider shape (short_cached)
     const uint32_t b = bucket_of(k);
     const Slot* s = slots_ + 2 * size_t{b};
     if (s[0].holds(k)) return s[0].id;
     if (s[1].holds(k)) return s[1].id;
     return complete_ && !((lacking_[b >> 6] >> (b & 63)) & 1) ? kNoToken : kNotHeld;
   }
+
+  // Whether k has the shape of the tokens indexed: ASCII-led (its first byte is k.a's lowest).
+  static bool may_hold(const ShortPieceCache::Key& k) { return (k.a & 0x80) == 0; }
 
   size_t size() const { return indexed_; }    // tokens held
   size_t left_out() const { return left_out_; }  // tokens whose bucket was full
