@@ -30,10 +30,11 @@ namespace {
 void encode_word_checked(const HfModel& model, const uint8_t* piece, size_t n, std::vector<HfToken>& out) {
   const size_t first = out.size();
   model.encode_word(piece, n, out);
+  const uint32_t n_ids = model.n_ids();  // (a virtual call: once, not per token)
   uint32_t prev_start = 0;
   for (size_t i = first; i < out.size(); ++i) {
     const HfToken& t = out[i];
-    if (t.id >= model.n_ids() || t.start > t.end || t.end > n || t.start < prev_start) {
+    if (t.id >= n_ids || t.start > t.end || t.end > n || t.start < prev_start) {
       throw CartridgeError("invalid cartridge: its model produced token id " + std::to_string(t.id) +
                            " at bytes [" + std::to_string(t.start) + ", " + std::to_string(t.end) +
                            ") of a " + std::to_string(n) +
@@ -1189,6 +1190,12 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
     keyable_end = text.size() >= ShortPieceCache::kMaxLen ? text.size() - ShortPieceCache::kMaxLen + 1 : 0;
   }
   auto cached = [&](const Piece& p) { return p.end - p.start <= ShortPieceCache::kMaxLen && p.start < keyable_end; };
+  // A token whose first and last bytes are text[first] and text[last]; ids alone skip finding
+  // the characters' bounds (words past the cache's 16 bytes: most of the 39 scripts' in bert).
+  auto push = [&](const HfToken& t, uint32_t first, uint32_t last) {
+    if (out.with_offsets) out.push(t.id, where.start_of(first), where.end_of(last), word);
+    else out.ids.push_back(t.id);
+  };
   auto key_of = [&](const Piece& p) {
     return ShortPieceCache::make_key(reinterpret_cast<const uint8_t*>(text.data()) + p.start, p.end - p.start,
                                      p.prefix ? tag_prefixed : tag_plain);
@@ -1245,7 +1252,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       for (const HfToken& t : tokens) {
         if (t.end <= t.start || t.end > scratch.size()) continue;  // only a damaged model gets here
         note_unk(t, scratch.data());
-        out.push(t.id, where.start_of(at(t.start)), where.end_of(at(t.end - 1)), word);
+        push(t, at(t.start), at(t.end - 1));
       }
       ++word;
       continue;
@@ -1254,7 +1261,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       encode_word_checked(model, bytes, n, tokens);
       for (const HfToken& t : tokens) {
         note_unk(t, text.data() + p.start);
-        out.push(t.id, where.start_of(p.start + t.start), where.end_of(p.start + t.end - 1), word);
+        push(t, p.start + t.start, p.start + t.end - 1);
       }
       ++word;
       continue;

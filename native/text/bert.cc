@@ -59,7 +59,8 @@ namespace nt = normalize_tables;
 constexpr uint32_t kRawByte = 0x80000000u;
 
 // Hangul syllables decompose arithmetically into two or three jamo (normalize_tables has no list).
-constexpr uint32_t kSBase = 0xAC00, kSCount = 11172;
+using hangul::kSBase;
+using hangul::kSCount;
 
 struct Char {
   uint32_t cp;  // code point, or kRawByte | byte
@@ -480,6 +481,7 @@ class Fused {
   bool has_head_ = false;
   std::vector<Pending> marks_, run_;
   NormalizedText mini_;
+  // The decomposer's output, char by char, into the Mn filter (kAlign false: no alignment read).
   struct ToStripMn {
     Fused* fused;
     void operator()(uint32_t cp, int32_t, uint8_t) { fused->strip_mn(cp, Alignment{0, 1}); }

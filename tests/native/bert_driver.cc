@@ -63,6 +63,23 @@ std::string describe(const NormalizedText& t) {
 }
 
 // Returns false (after printing why) when fast and reference disagree.
+// Whether `text` split by pretokenize_bert (isolating CJK chars when `isolate`) gives the pieces
+// of the normalized text `fast`: the same bytes, and with `ranges` the same original ranges (byte
+// i of `text` standing for original byte i).
+bool same_pieces(const std::string& text, bool isolate, const NormalizedText& fast, bool ranges) {
+  Pieces ours, theirs;
+  crayon::pretokenize_bert(text, ours, isolate);
+  crayon::pretokenize_bert(fast.text, theirs);
+  if (ours.size() != theirs.size()) return false;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const auto [a, b] = ours[i];
+    const auto [c, d] = theirs[i];
+    if (text.compare(a, b - a, fast.text, c, d - c) != 0) return false;
+    if (ranges && (a != fast.align[c].first || b != fast.align[d - 1].second)) return false;
+  }
+  return true;
+}
+
 bool run_normalizer(size_t index, uint32_t kind, const std::string& text, std::string& out) {
   const BertNormalizerOptions o = options(kind);
   NormalizedText fast = NormalizedText::from_original(text);
@@ -149,40 +166,18 @@ bool run_normalizer(size_t index, uint32_t kind, const std::string& text, std::s
       std::cerr << "case " << index << ": kind " << kind << " same-length path (CJK allowed) disagrees\n";
       return false;
     }
-    if (spaced_same) {
-      Pieces ours, theirs;
-      crayon::pretokenize_bert(same, ours, /*isolate_cjk=*/spaced);
-      crayon::pretokenize_bert(fast.text, theirs);
-      bool equal = ours.size() == theirs.size();
-      for (size_t i = 0; equal && i < ours.size(); ++i) {
-        const auto [a, b] = ours[i];
-        const auto [c, d] = theirs[i];
-        equal = same.compare(a, b - a, fast.text, c, d - c) == 0 && a == fast.align[c].first &&
-                b == fast.align[d - 1].second;
-      }
-      if (!equal) {
-        std::cerr << "case " << index << ": kind " << kind << " unspaced CJK pieces differ from the spaced text's\n  "
-                  << describe(fast) << "\n";
-        return false;
-      }
+    if (spaced_same && !same_pieces(same, spaced, fast, /*ranges=*/true)) {
+      std::cerr << "case " << index << ": kind " << kind << " unspaced CJK pieces differ from the spaced text's\n  "
+                << describe(fast) << "\n";
+      return false;
     }
     // Stopped and taken up by the text-only pass: CJK chars before the resume point may be left
     // unspaced, the rest spaced; split isolating them, the pieces' bytes are the spaced text's.
-    if (!spaced_same && crayon::normalize_bert_text(text, o, same, resume)) {
-      Pieces ours, theirs;
-      crayon::pretokenize_bert(same, ours, /*isolate_cjk=*/spaced);
-      crayon::pretokenize_bert(fast.text, theirs);
-      bool equal = ours.size() == theirs.size();
-      for (size_t i = 0; equal && i < ours.size(); ++i) {
-        const auto [a, b] = ours[i];
-        const auto [c, d] = theirs[i];
-        equal = same.compare(a, b - a, fast.text, c, d - c) == 0;
-      }
-      if (!equal) {
-        std::cerr << "case " << index << ": kind " << kind << " pieces resumed at " << resume
-                  << " differ from the spaced text's\n  " << describe(fast) << "\n";
-        return false;
-      }
+    if (!spaced_same && crayon::normalize_bert_text(text, o, same, resume) &&
+        !same_pieces(same, spaced, fast, /*ranges=*/false)) {
+      std::cerr << "case " << index << ": kind " << kind << " pieces resumed at " << resume
+                << " differ from the spaced text's\n  " << describe(fast) << "\n";
+      return false;
     }
   }
   put_u32(out, (identity ? 1u : 0u) | (same_length ? 2u : 0u) | (spaced_same ? 4u : 0u) | (resumed ? 8u : 0u));
