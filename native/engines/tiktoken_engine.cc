@@ -574,9 +574,9 @@ void TiktokenEngine::for_each_segment(std::string_view text, const std::vector<u
   }
 }
 
-template <class ForEachPiece>
+template <size_t kWideLimit, class ForEachPiece>
 void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
-                                   size_t wide_limit, ForEachPiece&& for_each) const {
+                                   ForEachPiece&& for_each) const {
   ShortPieceCache& hot = ShortPieceCache::local();
   const uint16_t tag = hot.tag_of(owner_);
   PieceCache& pieces = PieceCache::local();
@@ -630,7 +630,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
     for (uint32_t m = misses; m != 0; m &= m - 1) {
       const uint32_t i = static_cast<uint32_t>(__builtin_ctz(m));
       if (!keyed(b.key[i])) continue;
-      if (tokens != nullptr && tokens->may_hold(b.key[i])) tokens->prefetch(b.key[i]);
+      if (tokens != nullptr && (kWideLimit == 0 || tokens->may_hold(b.key[i]))) tokens->prefetch(b.key[i]);
       b.long_key[i] = PieceCache::make_key(b.p[i], b.n[i]);
       pieces.prefetch(owner_, b.long_key[i]);
     }
@@ -661,7 +661,7 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
     const uint32_t i = b.count++;
     b.p[i] = p;
     b.n[i] = n;
-    if (short_cached(p, n, p < keyable_end, wide_limit)) {
+    if (short_cached<kWideLimit>(p, n, p < keyable_end)) {
       b.key[i] = ShortPieceCache::make_key(p, n, tag);
       hot.prefetch(b.key[i]);
     } else {
@@ -694,14 +694,13 @@ void TiktokenEngine::encode_segment(std::string_view seg, std::vector<uint32_t>&
     });
     return;
   }
-  encode_cached(seg, out, last_piece_len, wide_key_limit(pattern_ == SplitPattern::kR50k),
-                [&](auto&& f) { for_each_piece(seg, f); });
+  encode_cached_for(pattern_ == SplitPattern::kR50k, seg, out, last_piece_len, [&](auto&& f) { for_each_piece(seg, f); });
 }
 
 size_t TiktokenEngine::encode_blocks(PieceBlocks::Pattern pattern, std::string_view text, std::vector<uint32_t>& out,
                                      size_t limit) const {
   size_t pieces = 0;
-  encode_cached(text, out, nullptr, wide_key_limit(pattern == PieceBlocks::Pattern::kR50k), [&](auto&& f) {
+  encode_cached_for(pattern == PieceBlocks::Pattern::kR50k, text, out, nullptr, [&](auto&& f) {
     const uint8_t* s = reinterpret_cast<const uint8_t*>(text.data());
     PieceBlocks blocks(pattern, text);
     // out lags the pieces handed over by the pipeline (at most three batches) and the limit is

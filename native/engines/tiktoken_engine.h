@@ -134,18 +134,21 @@ class TiktokenEngine {
   // short_cached whether a piece goes through the cache (`keyable`: ShortPieceCache::kMaxLen
   // readable bytes at `piece`), make its key with their tag (hot.tag_of(memo_owner()), once per
   // call) and prefetch its slot, then call encode_piece_keyed. ASCII-led pieces, and other pieces
-  // of up to `wide_limit` bytes (0: none; see wide_key_limit): long runs of CJK characters rarely
+  // of up to kWideLimit bytes (0: none; see kR50kWideLimit): long runs of CJK characters rarely
   // fit a slot and rarely repeat within a slot's lifetime (measured: probing them cost Chinese
   // text 3-5%).
-  static bool short_cached(const uint8_t* piece, size_t n, bool keyable, size_t wide_limit = 0) {
-    return keyable && n <= (piece[0] < 0x80 ? ShortPieceCache::kMaxLen : wide_limit);
+  template <size_t kWideLimit = 0>
+  static bool short_cached(const uint8_t* piece, size_t n, bool keyable) {
+    if constexpr (kWideLimit == 0) return n <= ShortPieceCache::kMaxLen && keyable && piece[0] < 0x80;
+    return keyable && n <= (piece[0] < 0x80 ? ShortPieceCache::kMaxLen : kWideLimit);
   }
-  // The wide_limit for pieces of a split pattern: 8 bytes under r50k's (GPT-2 and the folders
-  // that share its pre-tokenizer), which cuts combining marks and other non-letters off the
-  // letters of most scripts into short pieces of their own, mostly repeats (two thirds of gpt2's
-  // pieces on the 39 scripts); none under the others, whose letter runs keep the marks (keyed too,
-  // Qwen2's Chinese and Llama 3's 39 scripts were 0.6-0.7% slower, docs/benchmarks.md).
-  static size_t wide_key_limit(bool r50k) { return r50k ? 8 : 0; }
+  // The wide limit under r50k's pattern (GPT-2 and the folders that share its pre-tokenizer),
+  // which cuts combining marks and other non-letters off the letters of most scripts into short
+  // pieces of their own, mostly repeats (two thirds of gpt2's pieces on the 39 scripts); none
+  // under the others, whose letter runs keep the marks (keyed too, Qwen2's Chinese and Llama 3's
+  // 39 scripts were 0.6-0.7% slower, docs/benchmarks.md). A template argument, so that the loop
+  // of the other patterns keeps its one test per piece.
+  static constexpr size_t kR50kWideLimit = 8;
   // `tokens`: short_tokens(), or null to skip it.
   // `long_key`: the piece's PieceCache key, its slot prefetched, when the caller made one;
   // `caches` as for encode_piece.
@@ -235,9 +238,16 @@ class TiktokenEngine {
   void bpe(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const;
   // The pieces for_each(f) hands to f(bytes, n), encoded through the ShortPieceCache in a pipeline
   // of three batches of kAhead (encode_segment's and encode_blocks' loop).
-  template <class ForEachPiece>
-  void encode_cached(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len, size_t wide_limit,
+  template <size_t kWideLimit, class ForEachPiece>
+  void encode_cached(std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
                      ForEachPiece&& for_each) const;
+  // encode_cached with the wide limit of r50k's pattern or none.
+  template <class ForEachPiece>
+  void encode_cached_for(bool r50k, std::string_view seg, std::vector<uint32_t>& out, size_t* last_piece_len,
+                         ForEachPiece&& for_each) const {
+    if (r50k) return encode_cached<kR50kWideLimit>(seg, out, last_piece_len, for_each);
+    encode_cached<0>(seg, out, last_piece_len, for_each);
+  }
   // Calls f(bytes, n) for every piece of a segment (no special tokens inside).
   template <class F>
   void for_each_piece(std::string_view seg, F&& f) const;
