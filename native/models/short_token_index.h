@@ -19,8 +19,9 @@
 // cache miss, prefetched only for the pieces that missed) measured level cold and 5-10% slower
 // warm, in a test that ran two engines of one vocabulary in turns.
 //
-// What is indexed: tokens of 1-16 bytes that start with an ASCII byte (only such pieces are
-// keyed: TiktokenEngine::short_cached) and that BPE reaches (split tables: left != kNoSplit, a
+// What is indexed: tokens of 1-16 bytes that start with an ASCII byte (the pieces the short cache
+// keys under every pattern; under r50k's it keys short pieces led by other bytes too, which find()
+// answers kNotHeld: TiktokenEngine::short_cached) and that BPE reaches (split tables: left != kNoSplit, a
 // single byte or a merge). A reachable token is its own BPE, and tiktoken's whole-piece shortcut
 // answers it the same, so the index is exact for both faces' semantics; unreachable tokens
 // (Llama 3 has 588) are left to the trie walk, as are tokens whose bucket is full (both slots
