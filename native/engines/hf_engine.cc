@@ -991,6 +991,15 @@ void metaspace_split(const PreTokenizerStep& st, std::string_view text, const Al
   if (begin < p.end) next.push_back(Piece{begin, p.end, first && prefix});
 }
 
+// A token whose first and last bytes are the normalized bytes `first` and `last`: its offsets are
+// those characters' bounds, found only where offsets are kept (an ids-only encode would compute
+// and drop them: words past the short cache's 16 bytes, most of bert's on the 39 scripts).
+[[gnu::always_inline]] inline void push_token(RawEncoding& out, const Alignment& where, uint32_t id, uint32_t first, uint32_t last,
+                                              uint32_t word) {
+  if (out.with_offsets) out.push(id, where.start_of(first), where.end_of(last), word);
+  else out.ids.push_back(id);
+}
+
 // Tokens of a rewritten piece: token bytes [start, end) of `input` (what the model saw) come from
 // the normalized bytes source[start], ..., source[end - 1]. `unk_text`: see encode_text_pieces.
 void emit_rewritten(const std::vector<HfToken>& tokens, const char* input, const std::vector<uint32_t>& source,
@@ -998,7 +1007,7 @@ void emit_rewritten(const std::vector<HfToken>& tokens, const char* input, const
   for (const HfToken& t : tokens) {
     if (t.end <= t.start || t.end > source.size()) continue;  // only a damaged model gets here
     if (static_cast<int64_t>(t.id) == unk_text) out.note_text(std::string_view(input + t.start, t.end - t.start));
-    out.push(t.id, where.start_of(source[t.start]), where.end_of(source[t.end - 1]), word);
+    push_token(out, where, t.id, source[t.start], source[t.end - 1], word);
   }
 }
 
@@ -1190,12 +1199,6 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
     keyable_end = text.size() >= ShortPieceCache::kMaxLen ? text.size() - ShortPieceCache::kMaxLen + 1 : 0;
   }
   auto cached = [&](const Piece& p) { return p.end - p.start <= ShortPieceCache::kMaxLen && p.start < keyable_end; };
-  // A token whose first and last bytes are text[first] and text[last]; ids alone skip finding
-  // the characters' bounds (words past the cache's 16 bytes: most of the 39 scripts' in bert).
-  auto push = [&](const HfToken& t, uint32_t first, uint32_t last) {
-    if (out.with_offsets) out.push(t.id, where.start_of(first), where.end_of(last), word);
-    else out.ids.push_back(t.id);
-  };
   auto key_of = [&](const Piece& p) {
     return ShortPieceCache::make_key(reinterpret_cast<const uint8_t*>(text.data()) + p.start, p.end - p.start,
                                      p.prefix ? tag_prefixed : tag_plain);
@@ -1252,7 +1255,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       for (const HfToken& t : tokens) {
         if (t.end <= t.start || t.end > scratch.size()) continue;  // only a damaged model gets here
         note_unk(t, scratch.data());
-        push(t, at(t.start), at(t.end - 1));
+        push_token(out, where, t.id, at(t.start), at(t.end - 1), word);
       }
       ++word;
       continue;
@@ -1261,7 +1264,7 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       encode_word_checked(model, bytes, n, tokens);
       for (const HfToken& t : tokens) {
         note_unk(t, text.data() + p.start);
-        push(t, p.start + t.start, p.start + t.end - 1);
+        push_token(out, where, t.id, p.start + t.start, p.start + t.end - 1, word);
       }
       ++word;
       continue;
@@ -1493,7 +1496,8 @@ void HfEngine::encode_text_split(std::string_view segment, uint32_t base, bool e
       // (tokenizers' NormalizedString::prepend; the character itself then shares it).
       const uint32_t first = p.start < text.size() ? p.start : p.start - 1;
       for (const HfToken& t : tokens) {
-        out.push(t.id, p.prefix && t.start == 0 ? where.start_of(first) : where.start_of(p.start + t.start - shift), p.prefix && t.end == 1 ? where.end_of(first) : where.end_of(p.start + t.end - 1 - shift), word);
+        push_token(out, where, t.id, p.prefix && t.start == 0 ? first : p.start + t.start - shift,
+                   p.prefix && t.end == 1 ? first : p.start + t.end - 1 - shift, word);
       }
       ++word;
     }
