@@ -73,6 +73,15 @@ def _texts() -> list[str]:
     texts.append(" ".join(long_words + long_words[::-1]) + " " + "".join(long_words[:40]))
     texts += [f" {c * k} {c * k}" for c in ("ж", "!", "7") for k in (127, 128, 129)]
     texts += [f"{'-' * k} {'-' * k}." for k in (254, 255, 256, 257)]
+    # Whitespace runs, whose pieces skip the caches where no two adjacent bytes merge
+    # (TiktokenEngine::encode_unmerged_space): indentation of every depth around the 24 bytes
+    # that path takes, after one and two newlines, \r\n, tabs, \v, \f, a no-break space inside,
+    # and runs at the end of the text; each twice, so that the second is met warm.
+    runs = [lead + fill * k for lead in ("\n", "\n\n", "\r\n", "", "\t") for fill in (" ", "\t", " \t")
+            for k in (1, 2, 3, 7, 8, 11, 12, 22, 23, 24, 25)]
+    runs += ["\n \u00a0 ", "\n\x0b\x0c ", " \n \n ", "\n" * 30 + " " * 3]
+    texts.append("".join(f"{r}x" for r in runs * 2))
+    texts += [f"def f():{r}" for r in runs[:: 7]]
     return texts
 
 
@@ -233,6 +242,15 @@ def test_long_piece_cache_native(tmp_path):
     # piece offered twice kept once.
     check_native(tmp_path, "test_long_piece_cache.cc", "the long piece cache test",
                  sources=("native/core/xxhash64.cc",))
+
+
+def test_short_piece_cache_native(tmp_path):
+    # native/models/short_piece_cache.h checked directly (tests/native/test_short_piece_cache.cc):
+    # every probe against the ids last put, runs of every length given back whole by find and
+    # holds_or_run and missed by holds (whose callers have room for three ids), near-runs and
+    # too many ids not kept, two engine tags over the same bytes.
+    check_native(tmp_path, "test_short_piece_cache.cc", "the short piece cache test",
+                 sources=("native/core/huge_pages.cc",))
 
 
 @pytest.mark.parametrize("flags", [[], ["-U__SSE2__"]], ids=["as-built", "plain-loop"])

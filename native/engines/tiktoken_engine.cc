@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
 
 #include "models/bpe_backtrack.h"
 #include "models/piece_cache.h"
@@ -599,6 +600,12 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
   // are copied at the probe, not at the emit, because a miss encoded at the emit stores its ids
   // in a slot that a later hit of the batch may have been read from.)
   constexpr uint32_t kAhead = 32;
+  // Under r50k's pattern the probe takes runs from the cache too (ShortPieceCache::put: the
+  // whitespace of code, on the vocabularies that pattern comes with); elsewhere it keeps its
+  // smaller batch and never sees one.
+  constexpr bool kRuns = kWideLimit != 0;
+  constexpr size_t kIdsPerPiece = kRuns ? ShortPieceCache::kMaxRunIds : ShortPieceCache::kMaxIds;
+  using Offset = std::conditional_t<kRuns, uint16_t, uint8_t>;
   struct Batch {
     uint32_t count;
     uint32_t misses;  // bit i: piece i is not in the cache (probe), or not keyed
@@ -606,11 +613,11 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
     size_t n[kAhead];
     ShortPieceCache::Key key[kAhead];  // ShortPieceCache::kNoKey for a piece that is not keyed
     PieceCache::Key long_key[kAhead];  // made at the probe for a keyed piece the cache missed
-    uint8_t at[kAhead + 1];            // the hits' ids before piece i: ids[0, at[i]) (probe)
-    uint32_t ids[kAhead * ShortPieceCache::kMaxIds];
+    Offset at[kAhead + 1];             // the hits' ids before piece i: ids[0, at[i]) (probe)
+    uint32_t ids[kAhead * kIdsPerPiece];
   };
   static_assert(kAhead <= 32, "a batch's pieces are bits of a uint32_t");
-  static_assert(kAhead * ShortPieceCache::kMaxIds <= 0xFF, "Batch::at holds an offset into Batch::ids");
+  static_assert(kAhead * kIdsPerPiece <= Offset(~Offset{0}), "Batch::at holds an offset into Batch::ids");
   Batch batches[3];
   Batch* filling = &batches[0];
   Batch* probed = &batches[1];  // filled a batch ago, not yet probed
@@ -622,9 +629,14 @@ void TiktokenEngine::encode_cached(std::string_view seg, std::vector<uint32_t>& 
     uint32_t* w = b.ids;
     b.at[0] = 0;
     for (uint32_t i = 0; i < b.count; ++i) {
-      if (hot.holds(tag, b.key[i])) w += hot.copy_held(b.key[i], w);
-      else misses |= uint32_t{1} << i;
-      b.at[i + 1] = static_cast<uint8_t>(w - b.ids);
+      if constexpr (kRuns) {
+        if (hot.holds_or_run(tag, b.key[i])) w += hot.copy_held_or_run(b.key[i], w);
+        else misses |= uint32_t{1} << i;
+      } else {
+        if (hot.holds(tag, b.key[i])) w += hot.copy_held(b.key[i], w);
+        else misses |= uint32_t{1} << i;
+      }
+      b.at[i + 1] = static_cast<Offset>(w - b.ids);
     }
     b.misses = misses;
     for (uint32_t m = misses; m != 0; m &= m - 1) {

@@ -2,7 +2,8 @@
 // whole-token trie walk and the PieceCache.
 //
 //   piece + 16 readable bytes --two masked loads--> (a, b, len) --mix--> one 32-byte slot of kSlots
-//        hit:  1-3 ids come back from that slot (the key compared in full)
+//        hit:  1-3 ids come back from that slot (the key compared in full), or, to the probes
+//              that ask for them, up to 16 whose third repeats to the end (runs, see put())
 //        miss: the caller encodes the piece (index, trie walk, PieceCache, BPE) and offers the ids back
 //
 // Why: a common word's trie walk is a chain of one dependent load per byte: 11-12 ns per piece on
@@ -70,8 +71,13 @@ class ShortPieceCache {
   static constexpr unsigned kSlotBits = 16;  // 2 MiB per thread
   static constexpr size_t kSlots = size_t{1} << kSlotBits;
   static constexpr uint32_t kPartBit = 0x80;  // in Key::len: the key of a part (make_key)
+  // In a slot's length: its ids are a run (put()). Never in a Key, so holds() misses a run.
+  static constexpr uint32_t kRunBit = 0x40;
+  // Most ids a run gives back: kMaxIds, the last of them repeated. A piece of n bytes has at
+  // most n ids (every token has a byte).
+  static constexpr size_t kMaxRunIds = kMaxLen;
   static_assert(kMaxLen + 1 == sizeof(short_piece_detail::kMasks) / sizeof(short_piece_detail::kMasks[0]));
-  static_assert((kMaxLen | kPartBit) < 0xFF, "kNoKey's length is no key's");
+  static_assert(kMaxLen < kRunBit && (kMaxLen | kPartBit | kRunBit) < 0xFF, "kNoKey's length is no key's");
 
   struct Key {
     uint64_t a;
@@ -137,8 +143,10 @@ class ShortPieceCache {
   template <class Out>
   bool find(uint16_t tag, const Key& k, Out& out) const {
     const Slot& s = slots_[k.index];
-    if (!s.holds(tag, k)) return false;
-    append_few_ids(out, s.ids, s.n());
+    if (!s.holds_or_run(tag, k)) return false;
+    const uint32_t n = s.n();
+    append_few_ids(out, s.ids, n < kMaxIds ? n : kMaxIds);
+    for (uint32_t i = kMaxIds; i < n; ++i) out.push_back(s.ids[kMaxIds - 1]);
     return true;
   }
 
@@ -146,8 +154,10 @@ class ShortPieceCache {
   // that is not cached misses without a branch on whether it was keyed.
   static constexpr Key kNoKey{0, 0, 0xFF, 0};
 
-  // Whether the slot of `k` holds `k` for `tag`.
+  // Whether the slot of `k` holds `k` for `tag`, not as a run.
   bool holds(uint16_t tag, const Key& k) const { return slots_[k.index].holds(tag, k); }
+  // The same, as a run or not.
+  bool holds_or_run(uint16_t tag, const Key& k) const { return slots_[k.index].holds_or_run(tag, k); }
 
   // Writes the ids of a held `k` (holds() said so) to w (room for kMaxIds) and returns how many.
   // The common single id is stored under a branch, not by a count loaded from the slot: the
@@ -163,15 +173,35 @@ class ShortPieceCache {
     std::memcpy(w, s.ids, sizeof(s.ids));
     return n;
   }
+  // copy_held() of a `k` that holds_or_run() found: w has room for kMaxRunIds.
+  size_t copy_held_or_run(const Key& k, uint32_t* w) const {
+    const size_t n = copy_held(k, w);
+    for (size_t i = kMaxIds; i < n; ++i) w[i] = w[kMaxIds - 1];
+    return n;
+  }
 
-  // Remembers ids[0, n) for `k` (ignored when n is 0 or more than kMaxIds).
+  // Remembers ids[0, n) for `k` (ignored when n is 0): up to kMaxIds of them, or up to
+  // kMaxRunIds whose last n - kMaxIds + 1 are one id, a run (else ignored). Under r50k's
+  // vocabulary no two whitespace bytes make a token, and a newline and an indentation ("\n" and
+  // 7 spaces: [198, 220 x 7]) is a tenth of gpt2's pieces of code; each missed this cache and the
+  // PieceCache (more than 7 ids) for the LongPieceCache's hash, probe and copy. A run is stored
+  // with kRunBit in its length, so that only the probes with room for its ids (find,
+  // holds_or_run) see it; the others (holds) miss it and encode the piece.
   void put(uint16_t tag, const Key& k, const uint32_t* ids, size_t n) {
-    if (n == 0 || n > kMaxIds) return;
+    if (n == 0) return;
+    uint32_t len = k.len;
+    if (n > kMaxIds) {
+      if (n > kMaxRunIds) return;
+      for (size_t i = kMaxIds; i < n; ++i) {
+        if (ids[i] != ids[kMaxIds - 1]) return;
+      }
+      len |= kRunBit;
+    }
     Slot& s = slots_[k.index];
     s.a = k.a;
     s.b = k.b;
-    std::memcpy(s.ids, ids, n * sizeof(uint32_t));
-    s.meta = Slot::meta_of(tag, k.len) | static_cast<uint32_t>(n) << 24;
+    std::memcpy(s.ids, ids, (n < kMaxIds ? n : kMaxIds) * sizeof(uint32_t));
+    s.meta = Slot::meta_of(tag, len) | static_cast<uint32_t>(n) << 24;
   }
 
  private:
@@ -184,6 +214,9 @@ class ShortPieceCache {
     // One compare of everything a hit needs (no branch per field: the probe asks every piece).
     bool holds(uint16_t t, const Key& k) const {
       return ((a ^ k.a) | (b ^ k.b) | ((meta ^ meta_of(t, k.len)) & 0xFFFFFFu)) == 0;
+    }
+    bool holds_or_run(uint16_t t, const Key& k) const {
+      return ((a ^ k.a) | (b ^ k.b) | ((meta ^ meta_of(t, k.len)) & (0xFFFFFFu & ~(kRunBit << 16)))) == 0;
     }
     uint32_t n() const { return meta >> 24; }
   };
