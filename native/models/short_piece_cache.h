@@ -212,12 +212,12 @@ class ShortPieceCache {
     uint32_t meta;  // tag | len << 16 | n << 24; tag 0: empty (tags start at 1)
     static uint32_t meta_of(uint16_t tag, uint32_t len) { return tag | len << 16; }
     // One compare of everything a hit needs (no branch per field: the probe asks every piece).
-    bool holds(uint16_t t, const Key& k) const {
-      return ((a ^ k.a) | (b ^ k.b) | ((meta ^ meta_of(t, k.len)) & 0xFFFFFFu)) == 0;
+    // `meta_bits`: the bits of meta compared (the tag and the length, with the run bit or without).
+    bool matches(uint16_t t, const Key& k, uint32_t meta_bits) const {
+      return ((a ^ k.a) | (b ^ k.b) | ((meta ^ meta_of(t, k.len)) & meta_bits)) == 0;
     }
-    bool holds_or_run(uint16_t t, const Key& k) const {
-      return ((a ^ k.a) | (b ^ k.b) | ((meta ^ meta_of(t, k.len)) & (0xFFFFFFu & ~(kRunBit << 16)))) == 0;
-    }
+    bool holds(uint16_t t, const Key& k) const { return matches(t, k, 0xFFFFFFu); }
+    bool holds_or_run(uint16_t t, const Key& k) const { return matches(t, k, 0xFFFFFFu & ~(kRunBit << 16)); }
     uint32_t n() const { return meta >> 24; }
   };
   static_assert(sizeof(Slot) == 32, "two slots per cache line");
