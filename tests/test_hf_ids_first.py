@@ -133,6 +133,47 @@ def test_lazy_encoding_keeps_the_state_of_its_call():
     assert fields(enc) == want
 
 
+@pytest.mark.parametrize("folder", ["gpt2", "llama3_1", "bert_base_uncased"])
+def test_single_text_recipe_follows_every_state_change(folder):
+    """`encode` of one str reads a recipe made from the tokenizer's state at its first call
+    (`Tokenizer._single`); every way of changing that state afterwards drops it, so each encode
+    equals the reference library put through the same changes."""
+    from tokenizers import AddedToken
+    from tokenizers.processors import TemplateProcessing
+
+    ours, ref = load_pair(folder)
+    texts_ = ["Hello world, hello again", "", " a wor b ", corpus_text(corpus_files()[0], 600)]
+
+    def same(step):
+        for text in texts_:
+            for add in (True, False):
+                assert fields(ours.encode(text, add_special_tokens=add)) == \
+                    fields(ref.encode(text, add_special_tokens=add)), f"{folder} after {step}: {text[:30]!r}"
+
+    same("load")
+    pad = ref.token_to_id("!") or 0
+    sep = ref.id_to_token(pad)
+    steps = [
+        ("enable_truncation", lambda t: t.enable_truncation(3)),
+        ("no_truncation", lambda t: t.no_truncation()),
+        ("enable_padding(length)", lambda t: t.enable_padding(length=40, pad_id=pad)),
+        ("enable_padding", lambda t: t.enable_padding(pad_id=pad)),
+        ("no_padding", lambda t: t.no_padding()),
+        ("add_tokens", lambda t: t.add_tokens(["wor", AddedToken("hello", single_word=True)])),
+        ("add_special_tokens", lambda t: t.add_special_tokens(["again"])),
+        ("encode_special_tokens", lambda t: setattr(t, "encode_special_tokens", True)),
+        ("post_processor", lambda t: setattr(t, "post_processor", TemplateProcessing(
+            single=f"{sep} $A {sep}", pair=f"$A {sep} $B:1", special_tokens=[(sep, pad)]))),
+    ]
+    for step, change in steps:
+        change(ours)
+        change(ref)
+        same(step)
+    back = pickle.loads(pickle.dumps(ours))
+    for text in texts_:
+        assert fields(back.encode(text)) == fields(ref.encode(text))
+
+
 def test_lazy_batch_encodings_made_natively_keep_their_call(monkeypatch):
     """encode_batch's lazy encodings are made by the engine as the lists are (on two threads the
     calling thread makes them while the other encodes): each is lazy until read, builds from its

@@ -129,6 +129,23 @@ class CallIds {
   std::vector<uint32_t>* ids_ = &own_;
 };
 
+// The GIL, released for one text's native work unless the text is short. Releasing it and taking
+// it back costs ~100 ns when no other thread wants it, and when one does, a wait for that thread's
+// turn; a text under kKeptBelow bytes is a few microseconds of work, which holding the GIL costs
+// other threads less (numpy keeps it for small arrays the same way). Measured: encode("hi") on the
+// tokenizers face spent a sixth of its native time releasing and taking back the GIL. Batches
+// always release it.
+class ReleaseGilUnlessShort {
+ public:
+  explicit ReleaseGilUnlessShort(size_t text_bytes) {
+    if (text_bytes >= kKeptBelow) release_.emplace();
+  }
+
+ private:
+  static constexpr size_t kKeptBelow = 1024;
+  std::optional<py::gil_scoped_release> release_;
+};
+
 // Token counts without ids kept: each call encodes into the thread's CallIds.
 template <class EncodeInto>
 size_t count_with(EncodeInto&& encode_into) {
@@ -555,11 +572,38 @@ py::dict cartridge_info(const Cartridge& c) {
 
 // ---- tokenizer.json engine ----------------------------------------------------------------------
 
-// encode_batch_id_lists' lazy encodings: what Encoding._lazy(ids, build, text) does
-// (src/crayon_hf/_hf/encoding.py), done here for every text of a batch instead of by a Python
-// loop after it, so that on several threads the calling thread makes them while the others
-// encode (a serial tail of ~1 us per text otherwise). The slots and the cache's keys are
-// Encoding's own: `_cache` = {0 (ID): ids, "unshared": True}, `_build` = build, `_text` = text.
+// What Encoding._lazy(ids, build, text) does (src/crayon_hf/_hf/encoding.py), done here: for one
+// text (HfEngine.encode_lazy: a Python classmethod call was a sixth of a short text's encode) and
+// for every text of a batch instead of a Python loop after it (encode_batch_id_lists: on several
+// threads the calling thread makes them while the others encode, where a loop after the batch was
+// a serial tail of ~1 us per text). The slots and the cache's keys are Encoding's own: `_cache` =
+// {0 (ID): ids, "unshared": True}, `_build` = build, `_text` = text. A new reference; takes the
+// id list over. Call with the GIL held.
+PyObject* make_lazy_encoding(const py::handle& cls, const py::handle& build, py::list ids, const py::handle& text) {
+  if (!PyType_Check(cls.ptr())) throw py::type_error("lazy must be (Encoding class, build function)");
+  // Interned once, with the GIL held, and kept for the process.
+  static PyObject* const unshared = PyUnicode_InternFromString("unshared");
+  static PyObject* const cache_name = PyUnicode_InternFromString("_cache");
+  static PyObject* const build_name = PyUnicode_InternFromString("_build");
+  static PyObject* const text_name = PyUnicode_InternFromString("_text");
+  static PyObject* const no_args = PyTuple_New(0);
+  if (unshared == nullptr || cache_name == nullptr || build_name == nullptr || text_name == nullptr ||
+      no_args == nullptr)
+    throw py::error_already_set();
+  py::dict cache;
+  cache[py::int_(0)] = std::move(ids);
+  if (PyDict_SetItem(cache.ptr(), unshared, Py_True) != 0) throw py::error_already_set();
+  py::object enc = py::reinterpret_steal<py::object>(
+      PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls.ptr()), no_args, nullptr));
+  if (!enc) throw py::error_already_set();
+  if (PyObject_SetAttr(enc.ptr(), cache_name, cache.ptr()) != 0 ||
+      PyObject_SetAttr(enc.ptr(), build_name, build.ptr()) != 0 ||
+      PyObject_SetAttr(enc.ptr(), text_name, text.ptr()) != 0)
+    throw py::error_already_set();
+  return enc.release().ptr();
+}
+
+// encode_batch_id_lists' `lazy` argument: (Encoding class, build function).
 class LazyEncodings {
  public:
   explicit LazyEncodings(const py::object& spec) {
@@ -570,29 +614,34 @@ class LazyEncodings {
     build_ = t[1];
   }
 
-  // A new reference: object.__new__(cls) with the lazy slots set; takes the id list over.
+  // A new reference: make_lazy_encoding's encoding of `text`.
   PyObject* make(py::list ids, PyObject* text) const {
-    py::dict cache;
-    cache[py::int_(0)] = std::move(ids);
-    cache[unshared_] = py::bool_(true);
-    py::object enc = py::reinterpret_steal<py::object>(
-        PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls_.ptr()), empty_.ptr(), nullptr));
-    if (!enc) throw py::error_already_set();
-    if (PyObject_SetAttr(enc.ptr(), cache_name_.ptr(), cache.ptr()) != 0 ||
-        PyObject_SetAttr(enc.ptr(), build_name_.ptr(), build_.ptr()) != 0 ||
-        PyObject_SetAttr(enc.ptr(), text_name_.ptr(), text) != 0)
-      throw py::error_already_set();
-    return enc.release().ptr();
+    return make_lazy_encoding(cls_, build_, std::move(ids), py::handle(text));
   }
 
  private:
   py::object cls_, build_;
-  py::tuple empty_;
-  py::str unshared_ = interned("unshared"), cache_name_ = interned("_cache"), build_name_ = interned("_build"),
-          text_name_ = interned("_text");
-
-  static py::str interned(const char* s) { return py::reinterpret_steal<py::str>(PyUnicode_InternFromString(s)); }
 };
+
+// One sequence's ids up to the model (HfEngine::encode without offsets) as a new list between the
+// ints of `before` and `after`; limit >= 0 as RawEncoding::limit. The ids go through the thread's
+// CallIds vector, so a call allocates nothing but the list.
+py::list hf_id_list(const HfEngine& engine, const py::str& text, bool encode_special_tokens, const py::list& before,
+                    const py::list& after, int64_t limit) {
+  const std::string_view t = utf8_view(text);
+  CallIds call_ids;
+  RawEncoding r;
+  r.with_offsets = false;  // ids only: the engine skips offsets and words
+  if (limit >= 0) r.limit = static_cast<size_t>(limit);  // at least the first `limit` ids (RawEncoding::limit)
+  r.ids.swap(*call_ids);
+  {
+    ReleaseGilUnlessShort gil(t.size());
+    engine.encode(t, encode_special_tokens, r);
+  }
+  r.ids.swap(*call_ids);
+  return PyEngine::id_list(before, (*call_ids).data(), (*call_ids).size(), after);
+}
+
 
 ComponentDesc component_from(const py::dict& d) {
   ComponentDesc c;
@@ -1294,7 +1343,7 @@ void bind_hf(py::module_& m) {
         const std::string_view t = utf8_view(text);
         RawEncoding r;
         {
-          py::gil_scoped_release release;
+          ReleaseGilUnlessShort gil(t.size());
           pe->encode(t, encode_special_tokens, r);
         }
         return raw_to_python(t, r);
@@ -1428,21 +1477,21 @@ void bind_hf(py::module_& m) {
       "merge-list loop (the oracle of the fast paths).")
       .def("encode_id_list", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens,
                                 const py::list& before, const py::list& after, int64_t limit) {
-        const std::string_view t = utf8_view(text);
-        const HfEngine& engine = *pe;
-        RawEncoding r;
-        r.with_offsets = false;  // ids only: the engine skips offsets and words
-        if (limit >= 0) r.limit = static_cast<size_t>(limit);  // at least the first `limit` ids (RawEncoding::limit)
-        {
-          py::gil_scoped_release release;
-          engine.encode(t, encode_special_tokens, r);
-        }
-        return PyEngine::id_list(before, r.ids.data(), r.ids.size(), after);
+        return hf_id_list(*pe, text, encode_special_tokens, before, after, limit);
       }, py::arg("text"), py::arg("encode_special_tokens") = false, py::arg("before") = py::list(),
       py::arg("after") = py::list(), py::arg("limit") = -1,
       "One sequence up to the model, ids only, as a list of ints (the ids of encode()), between the\n"
       "ints of `before` and `after` (a post-processor's fixed prefix and suffix). With limit >= 0 the\n"
       "engine may stop once it has that many: the ids are then the first ones of the whole text's.")
+      .def("encode_lazy", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens,
+                             const py::list& before, const py::list& after, const py::handle& cls,
+                             const py::handle& build) {
+        py::list ids = hf_id_list(*pe, text, encode_special_tokens, before, after, -1);
+        return py::reinterpret_steal<py::object>(make_lazy_encoding(cls, build, std::move(ids), text));
+      }, py::arg("text"), py::arg("encode_special_tokens"), py::arg("before"), py::arg("after"), py::arg("cls"),
+      py::arg("build"),
+      "Encoding._lazy(encode_id_list(text, encode_special_tokens, before, after), build, text) with\n"
+      "cls for Encoding, in one call: Tokenizer.encode's common case.")
       .def("encode_batch_id_lists", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
                                        size_t num_threads, const py::list& before, const py::list& after,
                                        const py::object& lazy) {
@@ -1494,14 +1543,14 @@ void bind_hf(py::module_& m) {
         RawEncoding r;
         r.with_offsets = false;  // ids only
         {
-          py::gil_scoped_release release;
+          ReleaseGilUnlessShort gil(t.size());
           pe->encode(t, encode_special_tokens, r);
         }
         return to_numpy(std::move(r.ids));
       }, py::arg("text"), py::arg("encode_special_tokens") = false)
       .def("count", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens) {
         const std::string_view t = utf8_view(text);
-        py::gil_scoped_release release;
+        ReleaseGilUnlessShort gil(t.size());
         RawEncoding r;
         r.with_offsets = false;  // ids only: a count needs no offsets
         pe->encode(t, encode_special_tokens, r);
@@ -1973,7 +2022,7 @@ PYBIND11_MODULE(_crayon, m) {
         CallIds ids;
         std::vector<uint32_t>& out = *ids;
         {
-          py::gil_scoped_release release;
+          ReleaseGilUnlessShort gil(t.size());
           try {
             e.encode_ordinary(t, out, cached);
           } catch (const BpeError& err) {
@@ -1990,7 +2039,7 @@ PYBIND11_MODULE(_crayon, m) {
         CallIds ids;
         std::vector<uint32_t>& out = *ids;
         {
-          py::gil_scoped_release release;
+          ReleaseGilUnlessShort gil(t.size());
           try {
             e.encode(t, mask, out);
           } catch (const BpeError& err) {
@@ -2009,7 +2058,7 @@ PYBIND11_MODULE(_crayon, m) {
         std::vector<uint32_t> out;
         out.reserve(t.size() / 3 + 16);
         {
-          py::gil_scoped_release release;
+          ReleaseGilUnlessShort gil(t.size());
           try {
             e.encode(t, mask, out);
           } catch (const BpeError& err) {
@@ -2069,7 +2118,7 @@ PYBIND11_MODULE(_crayon, m) {
         const std::string_view t = utf8_view(text);
         size_t n = 0;
         {
-          py::gil_scoped_release release;
+          ReleaseGilUnlessShort gil(t.size());
           try {
             n = count_with([&](std::vector<uint32_t>& out) { e.encode_ordinary(t, out); });
           } catch (const BpeError& err) {

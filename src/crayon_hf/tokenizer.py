@@ -176,6 +176,17 @@ def _reference():
 class Tokenizer:
     """A drop-in for `tokenizers.Tokenizer` backed by a cartridge (see the module docstring)."""
 
+    # {add_special_tokens: what `encode` of one str needs (`_single_recipe`), or False where it
+    # takes the general path}, made from the attributes in _SINGLE_STATE and dropped whenever one
+    # of them is set (`__setattr__`), so that a short text's call reads one dict instead of the
+    # tokenizer's state (a ~1 us call spent half its time there).
+    _single: dict[Any, Any] | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in _SINGLE_STATE:
+            object.__setattr__(self, "_single", None)
+
     # ------------------------------------------------------------------ construction
 
     def __init__(self, model: Any) -> None:
@@ -669,6 +680,7 @@ class Tokenizer:
         else:
             other = Tokenizer.from_str(state["json"])
         self.__dict__.update(other.__dict__)
+        self._single = None
 
     # ------------------------------------------------------------------ vocabulary
 
@@ -928,12 +940,20 @@ class Tokenizer:
         ([128000, 9906, 1917], ['<|begin_of_text|>', 'Hello', 'Ġworld'], [(0, 0), (0, 5), (5, 11)])
         ```
         """
+        if type(sequence) is str and pair is None and not is_pretokenized:
+            recipes = self._single
+            recipe = recipes.get(add_special_tokens) if recipes is not None else None
+            if recipe is None:
+                recipe = self._single_recipe(add_special_tokens)
+            if recipe:
+                engine, special, before, after, build = recipe
+                try:
+                    return engine.encode_lazy(sequence, special, before, after, Encoding, build)
+                except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
+                    raise TypeError(_SEQUENCE_ERROR[False]) from None
         if self._ref is not None:
             return self._ref.encode(sequence, pair, is_pretokenized, add_special_tokens)
-        padding = self._padding
-        if type(sequence) is str and pair is None and not is_pretokenized and \
-                (padding is None or (padding.length is None and not padding.pad_to_multiple_of)):
-            # (Padding to the longest of a batch of one changes nothing.)
+        if type(sequence) is str and pair is None and not is_pretokenized and self._padding_is_none_for_one():
             lazy = self._encode_lazy(sequence, add_special_tokens, self._truncation)
             if lazy is not None:
                 return lazy
@@ -963,6 +983,40 @@ class Tokenizer:
         except UnicodeEncodeError:
             raise TypeError(_INPUT_ERROR[False]) from None
 
+    def _padding_is_none_for_one(self) -> bool:
+        """Whether padding leaves a single sequence as it is: none, or to the longest of a batch
+        (of one)."""
+        padding = self._padding
+        return padding is None or (padding.length is None and not padding.pad_to_multiple_of)
+
+    def _lazy_build(self, add_special_tokens: bool, truncation: TruncationParams | None) -> Any:
+        """`build(text)` of a lazy `Encoding` (`Encoding._lazy`): the eager path with the
+        tokenizer's state of now."""
+        engine, vocab, special = self._engine, self._vocab_lazy, self._encode_special_tokens
+        padding, processor = self._padding, self._processor
+
+        def build(sequence: str) -> Encoding:
+            raw = _raw_text(engine, vocab, sequence, special, 0)
+            return post_process(raw, None, add_special_tokens, truncation, padding, processor)
+
+        return build
+
+    def _single_recipe(self, add_special_tokens: Any) -> Any:
+        """(engine, encode_special_tokens, ids before, ids after, build): how `encode` makes a
+        lazy `Encoding` of one str in one native call (`HfEngine.encode_lazy`), or False where the
+        state needs the general path (the reference library, truncation, padding to a length, a
+        processor without a fixed prefix and suffix). Kept in `_single` until the state changes."""
+        recipes = self._single
+        if recipes is None:  # taken before the state is read: a change meanwhile orphans this dict
+            recipes = self._single = {}
+        recipe: Any = False
+        if self._ref is None and self._truncation is None and self._padding_is_none_for_one():
+            plan = _id_plan(self._processor, add_special_tokens)
+            if plan is not None:
+                recipe = (self._engine, self._encode_special_tokens, *plan, self._lazy_build(add_special_tokens, None))
+        recipes[add_special_tokens] = recipe
+        return recipe
+
     def _encode_lazy(self, sequence: str, add_special_tokens: bool,
                      truncation: TruncationParams | None = None) -> Encoding | None:
         """`encode(sequence)` with ids first: the engine gives the ids alone (no offsets, words or
@@ -987,27 +1041,19 @@ class Tokenizer:
             keep = _sequence_room(truncation, processor, add_special_tokens)
             if keep is not None:
                 limit = keep + 1
-        special = self._encode_special_tokens
+        engine, special = self._engine, self._encode_special_tokens
+        build = self._lazy_build(add_special_tokens, truncation)
         try:
-            if limit < 0:
-                ids = self._engine.encode_id_list(sequence, special, *plan)
-            else:
-                ids = self._engine.encode_id_list(sequence, special, [], [], limit)
+            if limit < 0:  # the ids and the Encoding in one native call
+                return engine.encode_lazy(sequence, special, before, after, Encoding, build)
+            ids = engine.encode_id_list(sequence, special, [], [], limit)
         except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
             raise TypeError(_SEQUENCE_ERROR[False]) from None
-        if limit >= 0:
-            if len(ids) > keep:
-                if truncation.strategy == "only_second" or (keep > 0 and truncation.stride >= keep):
-                    return None
-                del ids[keep:]
-            ids = before + ids + after
-        engine, vocab, padding = self._engine, self._vocab_lazy, self._padding
-
-        def build(sequence: str) -> Encoding:
-            raw = _raw_text(engine, vocab, sequence, special, 0)
-            return post_process(raw, None, add_special_tokens, truncation, padding, processor)
-
-        return Encoding._lazy(ids, build, sequence)
+        if len(ids) > keep:
+            if truncation.strategy == "only_second" or (keep > 0 and truncation.stride >= keep):
+                return None
+            del ids[keep:]
+        return Encoding._lazy(before + ids + after, build, sequence)
 
     def encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False,
                      add_special_tokens: bool = True) -> list[Encoding]:
@@ -1273,6 +1319,11 @@ _INPUT_ERROR = {
     True: "PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, Tuple[PreTokenizedInputSequence, "
           "PreTokenizedInputSequence]]",
 }
+
+
+# What Tokenizer._single_recipe reads: setting one of these drops the recipes.
+_SINGLE_STATE = frozenset(("_engine", "_ref", "_processor", "_truncation", "_padding", "_encode_special_tokens",
+                           "_vocab_cache", "_shadowed_cache", "_lazy", "__dict__"))
 
 
 def _id_plan(processor: Any, add_special_tokens: bool) -> tuple[list[int], list[int]] | None:
