@@ -1229,15 +1229,16 @@ void encode_text_pieces(const HfModel& model, const PreTokenizerStep* metaspace,
       } else {
         encode_word_checked(model, bytes, n, tokens);
       }
-      uint32_t ids[ShortPieceCache::kMaxIds];
-      bool keep = tokens.size() <= ShortPieceCache::kMaxIds;
+      // Up to kMaxRunIds ids are offered: put() keeps 3, or a run (find() above reads both).
+      uint32_t ids[ShortPieceCache::kMaxRunIds];
+      bool keep = tokens.size() <= ShortPieceCache::kMaxRunIds;
       for (size_t k = 0; k < tokens.size(); ++k) {
         const HfToken& t = tokens[k];
         if (p.prefix && t.end <= t.start) {  // as the loop below (only a damaged model gets here)
           keep = false;
           continue;
         }
-        if (k < ShortPieceCache::kMaxIds) ids[k] = t.id;
+        if (k < ShortPieceCache::kMaxRunIds) ids[k] = t.id;
         out.ids.push_back(t.id);
       }
       if (keep) hot->put(tag, key, ids, tokens.size());

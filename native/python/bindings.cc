@@ -576,23 +576,22 @@ py::dict cartridge_info(const Cartridge& c) {
 // text (HfEngine.encode_lazy: a Python classmethod call was a sixth of a short text's encode) and
 // for every text of a batch instead of a Python loop after it (encode_batch_id_lists: on several
 // threads the calling thread makes them while the others encode, where a loop after the batch was
-// a serial tail of ~1 us per text). The slots and the cache's keys are Encoding's own: `_cache` =
-// {0 (ID): ids, "unshared": True}, `_build` = build, `_text` = text. A new reference; takes the
-// id list over. Call with the GIL held.
+// a serial tail of ~1 us per text). The slots and the cache's key are Encoding's own: `_cache` =
+// {"fresh": ids}, `_build` = build, `_text` = text. A new reference; takes the id list over. Call
+// with the GIL held.
 PyObject* make_lazy_encoding(const py::handle& cls, const py::handle& build, py::list ids, const py::handle& text) {
   if (!PyType_Check(cls.ptr())) throw py::type_error("lazy must be (Encoding class, build function)");
   // Interned once, with the GIL held, and kept for the process.
-  static PyObject* const unshared = PyUnicode_InternFromString("unshared");
+  static PyObject* const fresh = PyUnicode_InternFromString("fresh");
   static PyObject* const cache_name = PyUnicode_InternFromString("_cache");
   static PyObject* const build_name = PyUnicode_InternFromString("_build");
   static PyObject* const text_name = PyUnicode_InternFromString("_text");
   static PyObject* const no_args = PyTuple_New(0);
-  if (unshared == nullptr || cache_name == nullptr || build_name == nullptr || text_name == nullptr ||
+  if (fresh == nullptr || cache_name == nullptr || build_name == nullptr || text_name == nullptr ||
       no_args == nullptr)
     throw py::error_already_set();
   py::dict cache;
-  cache[py::int_(0)] = std::move(ids);
-  if (PyDict_SetItem(cache.ptr(), unshared, Py_True) != 0) throw py::error_already_set();
+  if (PyDict_SetItem(cache.ptr(), fresh, ids.ptr()) != 0) throw py::error_already_set();
   py::object enc = py::reinterpret_steal<py::object>(
       PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls.ptr()), no_args, nullptr));
   if (!enc) throw py::error_already_set();
@@ -1483,15 +1482,19 @@ void bind_hf(py::module_& m) {
       "One sequence up to the model, ids only, as a list of ints (the ids of encode()), between the\n"
       "ints of `before` and `after` (a post-processor's fixed prefix and suffix). With limit >= 0 the\n"
       "engine may stop once it has that many: the ids are then the first ones of the whole text's.")
-      .def("encode_lazy", [](const PyHfEngine& pe, const py::str& text, bool encode_special_tokens,
-                             const py::list& before, const py::list& after, const py::handle& cls,
-                             const py::handle& build) {
-        py::list ids = hf_id_list(*pe, text, encode_special_tokens, before, after, -1);
-        return py::reinterpret_steal<py::object>(make_lazy_encoding(cls, build, std::move(ids), text));
-      }, py::arg("text"), py::arg("encode_special_tokens"), py::arg("before"), py::arg("after"), py::arg("cls"),
-      py::arg("build"),
+      .def("encode_lazy", [](const PyHfEngine& pe, const py::str& text, const py::tuple& spec) {
+        // One tuple, not five arguments: pybind11's dispatcher was a seventh of a short text's call.
+        if (spec.size() != 5) throw py::type_error("spec must be (encode_special_tokens, before, after, cls, build)");
+        PyObject* const* s = &PyTuple_GET_ITEM(spec.ptr(), 0);
+        if (!PyBool_Check(s[0]) || !PyList_Check(s[1]) || !PyList_Check(s[2]))
+          throw py::type_error("spec must be (encode_special_tokens, before, after, cls, build)");
+        py::list ids = hf_id_list(*pe, text, s[0] == Py_True, py::reinterpret_borrow<py::list>(s[1]),
+                                  py::reinterpret_borrow<py::list>(s[2]), -1);
+        return py::reinterpret_steal<py::object>(make_lazy_encoding(s[3], s[4], std::move(ids), text));
+      }, py::arg("text"), py::arg("spec"),
       "Encoding._lazy(encode_id_list(text, encode_special_tokens, before, after), build, text) with\n"
-      "cls for Encoding, in one call: Tokenizer.encode's common case.")
+      "cls for Encoding, in one call (Tokenizer.encode's common case); spec is\n"
+      "(encode_special_tokens, before, after, cls, build).")
       .def("encode_batch_id_lists", [](const PyHfEngine& pe, const py::list& texts, bool encode_special_tokens,
                                        size_t num_threads, const py::list& before, const py::list& after,
                                        const py::object& lazy) {

@@ -946,9 +946,8 @@ class Tokenizer:
             if recipe is None:
                 recipe = self._single_recipe(add_special_tokens)
             if recipe:
-                engine, special, before, after, build = recipe
                 try:
-                    return engine.encode_lazy(sequence, special, before, after, Encoding, build)
+                    return recipe[0].encode_lazy(sequence, recipe[1])
                 except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
                     raise TypeError(_SEQUENCE_ERROR[False]) from None
         if self._ref is not None:
@@ -1002,10 +1001,11 @@ class Tokenizer:
         return build
 
     def _single_recipe(self, add_special_tokens: Any) -> Any:
-        """(engine, encode_special_tokens, ids before, ids after, build): how `encode` makes a
-        lazy `Encoding` of one str in one native call (`HfEngine.encode_lazy`), or False where the
-        state needs the general path (the reference library, truncation, padding to a length, a
-        processor without a fixed prefix and suffix). Kept in `_single` until the state changes."""
+        """(engine, (encode_special_tokens, ids before, ids after, Encoding, build)): how `encode`
+        makes a lazy `Encoding` of one str in one native call (`HfEngine.encode_lazy`), or False
+        where the state needs the general path (the reference library, truncation, padding to a
+        length, a processor without a fixed prefix and suffix). Kept in `_single` until the state
+        changes."""
         recipes = self._single
         if recipes is None:  # taken before the state is read: a change meanwhile orphans this dict
             recipes = self._single = {}
@@ -1013,7 +1013,8 @@ class Tokenizer:
         if self._ref is None and self._truncation is None and self._padding_is_none_for_one():
             plan = _id_plan(self._processor, add_special_tokens)
             if plan is not None:
-                recipe = (self._engine, self._encode_special_tokens, *plan, self._lazy_build(add_special_tokens, None))
+                build = self._lazy_build(add_special_tokens, None)
+                recipe = (self._engine, (bool(self._encode_special_tokens), *plan, Encoding, build))
         recipes[add_special_tokens] = recipe
         return recipe
 
@@ -1045,7 +1046,7 @@ class Tokenizer:
         build = self._lazy_build(add_special_tokens, truncation)
         try:
             if limit < 0:  # the ids and the Encoding in one native call
-                return engine.encode_lazy(sequence, special, before, after, Encoding, build)
+                return engine.encode_lazy(sequence, (bool(special), before, after, Encoding, build))
             ids = engine.encode_id_list(sequence, special, [], [], limit)
         except UnicodeEncodeError:  # a lone surrogate: tokenizers cannot extract the str
             raise TypeError(_SEQUENCE_ERROR[False]) from None

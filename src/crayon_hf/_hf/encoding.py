@@ -44,9 +44,9 @@ else:
 __all__ = ["Encoding", "as_dict"]
 
 ID, TYPE, START, END, WORD, SPECIAL, ATTN = range(7)
-# Keys of a lazy encoding's `_cache` besides the rows: its id list has never been handed out
-# (`ids` may give that very list away), and its length once it has been.
-_UNSHARED, _LENGTH = "unshared", "length"
+# Keys of a lazy encoding's `_cache` besides the rows: its id list while it has never been handed
+# out (`ids` gives that very list away), and its length once it has been.
+_FRESH, _LENGTH = "fresh", "length"
 
 # The slots a lazy encoding (`Encoding._lazy`) fills when one of them is first read.
 _LAZY_FIELDS = frozenset(("_m", "_tokens", "_vocab", "_overflowing", "_ranges"))
@@ -154,7 +154,7 @@ class Encoding:
         `ids` must be a list no one else holds: the first read of `ids` hands that list over instead
         of copying it (tokenizers gives a new list on every read); a later read builds the encoding."""
         enc = object.__new__(cls)
-        enc._cache = {ID: ids, _UNSHARED: True}
+        enc._cache = {_FRESH: ids}
         enc._build = build
         enc._text = text
         return enc
@@ -327,7 +327,9 @@ class Encoding:
 
     def __len__(self) -> int:
         cache = self._cache
-        ids = cache.get(ID)  # when cached, the ids row as a list (a lazy encoding has only that)
+        ids = cache.get(ID)  # when cached, the ids row as a list
+        if ids is None:
+            ids = cache.get(_FRESH)  # a lazy encoding's, before the ids are read
         if ids is not None:
             return len(ids)
         n = cache.get(_LENGTH)  # a lazy encoding whose list was handed over
@@ -411,8 +413,8 @@ class Encoding:
     def ids(self) -> list[int]:
         """The token ids."""
         cache = self._cache
-        if cache.pop(_UNSHARED, False):  # the engine's own list, never seen outside (see _lazy)
-            ids = cache.pop(ID)
+        ids = cache.pop(_FRESH, None)  # the engine's own list, never seen outside (see _lazy)
+        if ids is not None:
             cache[_LENGTH] = len(ids)
             return ids
         return list(self._row_list(ID))
