@@ -357,3 +357,41 @@ def test_peer_benchmark_never_runs_our_two_instances_back_to_back():
         assert sorted(ring) == sorted(names)
         for a, b in zip(ring, ring[1:] + ring[:1]):
             assert not (a.startswith("crayon") and b.startswith("crayon")), ring
+
+
+def _short_texts_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "short_texts", Path(__file__).resolve().parents[1] / "benchmarks" / "short_texts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_short_text_benchmark_writes_its_results_and_checks_ids(tmp_path, monkeypatch):
+    """benchmarks/short_texts.py on a few documents: every file written, one row per cell, every
+    library's ids checked (a crayon-hf mismatch stops the run)."""
+    require_shared(CORPORA / "short_docs.jsonl")
+    short_texts = _short_texts_module()
+    argv = ["--vocab", "gpt2", "o200k_base", "--size", "<= 64 B", "--passes", "2", "--per-pass", "5",
+            "--out", str(tmp_path)]
+    assert short_texts.main(argv) == 0
+    rows = json.loads((tmp_path / "short_texts.json").read_text())["rows"]
+    assert [(r["vocab"], r["size"]) for r in rows] == [("gpt2", "<= 64 B"), ("o200k_base", "<= 64 B")]
+    for r in rows:
+        assert r["mismatches"]["crayon"] == 0 and r["ns_per_call"]["crayon"] > 0
+        assert r["reference"] in r["ns_per_call"]
+    assert "| gpt2 | <= 64 B |" in (tmp_path / "short_texts.md").read_text()
+
+    real = short_texts.subjects
+
+    def off_by_one(vocab):
+        subs, reference = real(vocab)
+        crayon = subs["crayon"]
+        subs["crayon"] = lambda d: [i + 1 for i in crayon(d)]
+        return subs, reference
+
+    monkeypatch.setattr(short_texts, "subjects", off_by_one)
+    with pytest.raises(SystemExit, match="crayon-hf ids differ"):
+        short_texts.main(argv)
