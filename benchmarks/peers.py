@@ -264,13 +264,21 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[dict], path: Path) -> None:
+def pyplot():
+    """matplotlib's pyplot on the file backend, or None where matplotlib is not installed."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        return None
+    return plt
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    plt = pyplot()
+    if plt is None:
         return
     rows = [r for r in rows if r["best_peer"]]  # no peer loads it: nothing to draw
     labels = [f"{r['vocab']} · {r['corpus']}" for r in rows]

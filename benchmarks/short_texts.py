@@ -114,12 +114,8 @@ def render(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = peers.pyplot()
+    if plt is None:
         return
     libs = ["crayon", "fastokens", "tokie"]
     labels = [f"{r['vocab']}\n{r['size']}" for r in rows]
