@@ -641,7 +641,6 @@ py::list hf_id_list(const HfEngine& engine, const py::str& text, bool encode_spe
   return PyEngine::id_list(before, (*call_ids).data(), (*call_ids).size(), after);
 }
 
-
 ComponentDesc component_from(const py::dict& d) {
   ComponentDesc c;
   auto get_str = [&](const char* k) { return d.contains(k) ? py::cast<std::string>(d[k]) : std::string(); };
