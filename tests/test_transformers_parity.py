@@ -928,6 +928,46 @@ def test_encode_and_tokenize(pair):
                 ref.encode(texts[0], padding="max_length", max_length=100), "encode padded")
 
 
+def test_single_text_shortcuts_warn_and_defer_as_the_stock_path(caplog):
+    """`encode` and `tokenize` of one str skip `_encode_plus` (one native call). They warn past
+    model_max_length as transformers does, and a class of the model's own that defines either
+    (CodeLlama's `tokenize` fills in the middle) keeps its version."""
+    from transformers import TokenizersBackend
+    from transformers.utils import logging as hf_logging
+
+    from crayon_hf.transformers import CrayonTokenizer, _crayon_class
+
+    path = str(require_shared(VOCAB / "hf" / "gpt2"))
+    long_text = "hello world " * 700  # 1,400 tokens, past gpt2's 1,024
+    hf_logging.enable_propagation()
+    try:
+        for method in ("encode", "tokenize"):
+            seen = []
+            for tok in (TokenizersBackend.from_pretrained(path), CrayonTokenizer.from_pretrained(path)):
+                caplog.clear()
+                with caplog.at_level(logging.WARNING):
+                    out = getattr(tok, method)(long_text)
+                    getattr(tok, method)(long_text)  # as often as stock warns
+                seen.append((out, [r.getMessage() for r in caplog.records if "sequence length" in r.getMessage()]))
+            assert seen[0] == seen[1] and seen[0][1], method
+    finally:
+        hf_logging.disable_propagation()
+
+    class Shouting(TokenizersBackend):
+        def tokenize(self, text, pair=None, add_special_tokens=False, **kwargs):
+            return super().tokenize(text.upper(), pair, add_special_tokens, **kwargs)
+
+        def encode(self, text, *args, **kwargs):
+            return super().encode(text.upper() if isinstance(text, str) else text, *args, **kwargs)
+
+    ref = Shouting.from_pretrained(path)
+    ours = _crayon_class(Shouting).from_pretrained(path)
+    assert "encode" in ours.crayon_backend and "tokenize" in ours.crayon_backend, ours.crayon_backend
+    for text in ("Hello world, quietly", "ß and ﬁ and İ"):
+        assert ours.tokenize(text) == ref.tokenize(text) == ref.tokenize(text.upper())
+        assert ours.encode(text) == ref.encode(text) == ref.encode(text.upper())
+
+
 def test_vocabulary(pair):
     ref, ours = pair
     assert len(ours) == len(ref)

@@ -1351,13 +1351,25 @@ def _sequence_room(truncation: TruncationParams, processor: Any, add_special_tok
 def _raw_text(engine: Any, vocab: Sequence[str | None], sequence: str, special: bool, type_id: int) -> Encoding:
     """The engine's encoding of one text, before post-processing."""
     ids, offsets, words, texts = engine.encode(sequence, special)
-    tokens = None
-    if texts:
-        lookup = getattr(vocab, "lookup", None)  # the tokenizer's vocabulary looks many ids up at once
-        tokens = lookup(ids.tolist()) if lookup is not None else [vocab[i] for i in ids.tolist()]
-        for i, s in texts:
-            tokens[i] = s
+    tokens = _token_strings(vocab, ids.tolist(), texts) if texts else None
     return Encoding.from_arrays(ids, offsets, words, None, vocab, type_id, tokens)
+
+
+def raw_tokens(tok: Tokenizer, sequence: str, special: bool) -> list[str | None]:
+    """The tokens of the engine's encoding of one text, before post-processing, for a native
+    `tok` (the transformers face's `tokenize`)."""
+    ids, _, _, texts = tok._engine.encode(sequence, special)
+    return _token_strings(tok._vocab_lazy, ids.tolist(), texts)
+
+
+def _token_strings(vocab: Sequence[str | None], ids: list[int], texts: list[tuple[int, str]]) -> list[str | None]:
+    """The vocabulary's strings of `ids`, with the engine's own texts for the tokens it names
+    ((index, string) pairs: added tokens whose string is not their content, Unigram's unknowns)."""
+    lookup = getattr(vocab, "lookup", None)  # the tokenizer's vocabulary looks many ids up at once
+    tokens = lookup(ids) if lookup is not None else [vocab[i] for i in ids]
+    for i, s in texts:
+        tokens[i] = s
+    return tokens
 
 
 def _flatten(encodings: Sequence[Any]) -> BatchArrays:
