@@ -988,11 +988,12 @@ class Tokenizer:
         padding = self._padding
         return padding is None or (padding.length is None and not padding.pad_to_multiple_of)
 
-    def _lazy_build(self, add_special_tokens: bool, truncation: TruncationParams | None) -> Any:
+    def _lazy_build(self, add_special_tokens: bool, truncation: TruncationParams | None, **state: Any) -> Any:
         """`build(text)` of a lazy `Encoding` (`Encoding._lazy`): the eager path with the
-        tokenizer's state of now."""
-        engine, vocab, special = self._engine, self._vocab_lazy, self._encode_special_tokens
-        padding, processor = self._padding, self._processor
+        tokenizer's state of now, or the `padding` and `special` (encode_special_tokens) given."""
+        engine, vocab, processor = self._engine, self._vocab_lazy, self._processor
+        padding = state.get("padding", self._padding)
+        special = state.get("special", self._encode_special_tokens)
 
         def build(sequence: str) -> Encoding:
             raw = _raw_text(engine, vocab, sequence, special, 0)

@@ -49,7 +49,7 @@ from crayon_hf._cache import atomic_write
 from crayon_hf._hf.batch import encode_singles, id_plan
 from crayon_hf._threads import default_threads
 from crayon_hf.tokenizer import raw_tokens
-from crayon_hf._hf.encoding import ATTN, ID, SPECIAL, TYPE
+from crayon_hf._hf.encoding import ATTN, ID, SPECIAL, TYPE, Encoding
 from crayon_hf._hf.postprocess import PaddingParams, TruncationParams
 
 if TYPE_CHECKING:
@@ -379,6 +379,30 @@ class CrayonTokenizer(TokenizersBackend):
         engine = self._engine("_encode_plus")
         return engine if engine is not None and engine._ref is None else None
 
+    def _single_batch_encoding(self, text: str, add_special_tokens: bool, split_special_tokens: bool,
+                               attention_mask: bool, max_length: int | None, verbose: bool) -> BatchEncoding | None:
+        """`_encode_plus`'s result for one str with no padding, truncation, tensors or fields
+        past the ids and the attention mask (`tok(text)`): the ids from one native call and a lazy
+        `Encoding` (built in full when first read); the batch arrays and two `BatchEncoding`s were
+        most of a short text's call. None where the general path must run (as `_single_ids`)."""
+        engine = self._single_engine("_encode_plus")
+        if engine is None:
+            return None
+        plan = id_plan(engine._processor, add_special_tokens)
+        if plan is None:
+            return None
+        try:
+            ids = engine._engine.encode_id_list(text, split_special_tokens, *plan)
+        except UnicodeEncodeError:
+            return None
+        if len(ids) > self.model_max_length:
+            self._eventual_warn_about_too_long_sequence(ids, max_length, verbose)
+        build = engine._lazy_build(add_special_tokens, None, padding=None, special=split_special_tokens)
+        data: dict[str, Any] = {"input_ids": ids}
+        if attention_mask:
+            data["attention_mask"] = [1] * len(ids)
+        return BatchEncoding(data, [Encoding._lazy(list(ids), build, text)], n_sequences=1)
+
     def _single_ids(self, text: str, add_special_tokens: bool) -> list[int] | None:
         """The ids `_encode_plus` gives one str with no padding or truncation, from one native
         call, with transformers' warning past `model_max_length`; None where the engine cannot
@@ -457,6 +481,13 @@ class CrayonTokenizer(TokenizersBackend):
         wanted = (return_token_type_ids, return_attention_mask, return_special_tokens_mask,
                   return_offsets_mapping, return_length)
 
+        if not is_batched and type(text) is str and text_pair is None and not is_split_into_words and \
+                truncation is None and padding is None and tensors is None and not return_overflowing_tokens and \
+                not (return_token_type_ids or return_special_tokens_mask or return_offsets_mapping or return_length):
+            single = self._single_batch_encoding(text, add_special_tokens, bool(split_special_tokens),
+                                                 return_attention_mask, max_length, verbose)
+            if single is not None:
+                return single
         batch = None
         if not is_split_into_words and not return_overflowing_tokens and all(type(x) is str for x in items):
             batch = encode_singles(engine, items, add_special_tokens, truncation, padding, split_special_tokens,
