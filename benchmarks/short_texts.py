@@ -17,8 +17,10 @@ timed document (untimed); a crayon-hf mismatch fails the run.
     RAYON_NUM_THREADS=1 FASTOKENS_BPE_THREADS=1 taskset -c 1 python benchmarks/short_texts.py
     python benchmarks/short_texts.py --vocab qwen2_5 --passes 5     # a quick look
 
-Faces: tokenizers (`Tokenizer.encode(t).ids` against tokenizers, fastokens, tokie) and tiktoken
-(`encode_ordinary(t)` against tiktoken and fastokens' tiktoken face). Results:
+Faces: tokenizers (`Tokenizer.encode(t).ids` against tokenizers, fastokens, tokie), tiktoken
+(`encode_ordinary(t)` against tiktoken and fastokens' tiktoken face) and, as "VOCAB (transformers)",
+transformers (`tok(t)["input_ids"]` of `CrayonTokenizer` against stock `AutoTokenizer` and the one
+fastokens patches; `--transformers` names the folders, default qwen2_5 and llama3_1). Results:
 benchmarks/results/short_texts.{md,json,png}; speed-up = the best peer's time per call over
 crayon-hf's (the references are reported separately).
 """
@@ -39,6 +41,7 @@ import peers  # noqa: E402 - the subjects, the turn order and the shared paths
 
 SIZES = {"<= 64 B": (1, 64), "65-256 B": (65, 256), "257-1024 B": (257, 1024)}
 VOCABS = ["qwen2_5", "llama3_1", "gpt2", "o200k_base", "cl100k_base"]
+TRANSFORMERS = " (transformers)"  # a vocabulary name's suffix for the transformers face
 
 
 def short_docs() -> list[str]:
@@ -57,9 +60,22 @@ def by_size(docs: list[str]) -> dict[str, list[str]]:
 
 
 def subjects(vocab: str) -> tuple[dict, str]:
+    if vocab.endswith(TRANSFORMERS):
+        return transformers_subjects(vocab[: -len(TRANSFORMERS)])
     subs, reference = (peers.tiktoken_subjects if vocab in peers.TIKTOKEN_VOCABS else peers.tokenizers_subjects)(vocab)
     subs.pop("crayon (numpy)", None)  # a one-text batch to numpy is not how short texts are encoded
     return subs, reference
+
+
+def transformers_subjects(folder: str) -> tuple[dict, str]:
+    """`tok(t)["input_ids"]`: CrayonTokenizer, stock transformers and fastokens' patched
+    transformers (benchmarks/transformers_call.py loads the three)."""
+    import transformers_call
+
+    toks = transformers_call.load(folder)
+    subs = {"crayon" if name == "crayon" else ("transformers" if name == "stock" else name):
+            (lambda t: lambda d: t(d)["input_ids"])(tok) for name, tok in toks.items()}
+    return subs, "transformers"
 
 
 def cell(subs: dict, reference: str, docs: list[str], passes: int, per_pass: int) -> dict:
@@ -135,7 +151,9 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--vocab", nargs="+", default=VOCABS)
+    ap.add_argument("--vocab", nargs="*", default=VOCABS)
+    ap.add_argument("--transformers", nargs="*", default=["qwen2_5", "llama3_1"],
+                    help="tokenizer.json folders measured on the transformers face too")
     ap.add_argument("--size", nargs="+", default=list(SIZES), choices=list(SIZES))
     ap.add_argument("--passes", type=int, default=9)
     ap.add_argument("--per-pass", type=int, default=200, help="documents each library encodes per pass")
@@ -144,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
 
     groups = by_size(short_docs())
     rows = []
-    for vocab in args.vocab:
+    for vocab in args.vocab + [f + TRANSFORMERS for f in args.transformers]:
         subs, reference = subjects(vocab)
         for size in args.size:
             docs = groups[size]

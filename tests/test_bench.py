@@ -374,11 +374,12 @@ def test_short_text_benchmark_writes_its_results_and_checks_ids(tmp_path, monkey
     library's ids checked (a crayon-hf mismatch stops the run)."""
     require_shared(CORPORA / "short_docs.jsonl")
     short_texts = _short_texts_module()
-    argv = ["--vocab", "gpt2", "o200k_base", "--size", "<= 64 B", "--passes", "2", "--per-pass", "5",
-            "--out", str(tmp_path)]
+    argv = ["--vocab", "gpt2", "o200k_base", "--transformers", "gpt2", "--size", "<= 64 B", "--passes", "2",
+            "--per-pass", "5", "--out", str(tmp_path)]
     assert short_texts.main(argv) == 0
     rows = json.loads((tmp_path / "short_texts.json").read_text())["rows"]
-    assert [(r["vocab"], r["size"]) for r in rows] == [("gpt2", "<= 64 B"), ("o200k_base", "<= 64 B")]
+    assert [(r["vocab"], r["size"]) for r in rows] == [("gpt2", "<= 64 B"), ("o200k_base", "<= 64 B"),
+                                                      ("gpt2 (transformers)", "<= 64 B")]
     for r in rows:
         assert r["mismatches"]["crayon"] == 0 and r["ns_per_call"]["crayon"] > 0
         assert r["reference"] in r["ns_per_call"]
