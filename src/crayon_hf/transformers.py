@@ -339,9 +339,9 @@ class CrayonTokenizer(TokenizersBackend):
         `_encode_plus`; anything else goes there."""
         if type(text) is str and text_pair is None and padding is False and truncation is None and \
                 max_length is None and return_tensors is None and not kwargs:
-            ids = self._single_ids(text, add_special_tokens)
-            if ids is not None:
-                return ids
+            single = self._single_ids("encode", text, add_special_tokens, bool(self.split_special_tokens))
+            if single is not None:
+                return single[1]
         return super().encode(text, text_pair, add_special_tokens, padding, truncation, max_length, stride,
                               padding_side, return_tensors, **kwargs)
 
@@ -385,7 +385,23 @@ class CrayonTokenizer(TokenizersBackend):
         past the ids and the attention mask (`tok(text)`): the ids from one native call and a lazy
         `Encoding` (built in full when first read); the batch arrays and two `BatchEncoding`s were
         most of a short text's call. None where the general path must run (as `_single_ids`)."""
-        engine = self._single_engine("_encode_plus")
+        single = self._single_ids("_encode_plus", text, add_special_tokens, split_special_tokens, max_length, verbose)
+        if single is None:
+            return None
+        engine, ids = single
+        build = engine._lazy_build(add_special_tokens, None, padding=None, special=split_special_tokens)
+        data: dict[str, Any] = {"input_ids": ids}
+        if attention_mask:
+            data["attention_mask"] = [1] * len(ids)
+        return BatchEncoding(data, [Encoding._lazy(list(ids), build, text)], n_sequences=1)
+
+    def _single_ids(self, method: str, text: str, add_special_tokens: bool, split_special_tokens: bool,
+                    max_length: int | None = None, verbose: bool = True) -> tuple[Any, list[int]] | None:
+        """(the native tokenizer, the ids `_encode_plus` gives one str with no padding or
+        truncation) from one native call, with transformers' warning past `model_max_length`;
+        None where the engine cannot (`_single_engine(method)` says no, a processor without a
+        fixed prefix and suffix, a str that is not valid UTF-8)."""
+        engine = self._single_engine(method)
         if engine is None:
             return None
         plan = id_plan(engine._processor, add_special_tokens)
@@ -397,30 +413,7 @@ class CrayonTokenizer(TokenizersBackend):
             return None
         if len(ids) > self.model_max_length:
             self._eventual_warn_about_too_long_sequence(ids, max_length, verbose)
-        build = engine._lazy_build(add_special_tokens, None, padding=None, special=split_special_tokens)
-        data: dict[str, Any] = {"input_ids": ids}
-        if attention_mask:
-            data["attention_mask"] = [1] * len(ids)
-        return BatchEncoding(data, [Encoding._lazy(list(ids), build, text)], n_sequences=1)
-
-    def _single_ids(self, text: str, add_special_tokens: bool) -> list[int] | None:
-        """The ids `_encode_plus` gives one str with no padding or truncation, from one native
-        call, with transformers' warning past `model_max_length`; None where the engine cannot
-        (the backend runs this method, a processor without a fixed prefix and suffix, a str that
-        is not valid UTF-8)."""
-        engine = self._single_engine("encode")
-        if engine is None:
-            return None
-        plan = id_plan(engine._processor, add_special_tokens)
-        if plan is None:
-            return None
-        try:
-            ids = engine._engine.encode_id_list(text, bool(self.split_special_tokens), *plan)
-        except UnicodeEncodeError:
-            return None
-        if len(ids) > self.model_max_length:
-            self._eventual_warn_about_too_long_sequence(ids, None, True)
-        return ids
+        return engine, ids
 
     def _encode_plus(
         self,
