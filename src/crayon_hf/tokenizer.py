@@ -173,6 +173,9 @@ def _reference():
     return _references.tokenizers()
 
 
+_OWN = object()  # a setting's default: the tokenizer's own
+
+
 class Tokenizer:
     """A drop-in for `tokenizers.Tokenizer` backed by a cartridge (see the module docstring)."""
 
@@ -988,12 +991,15 @@ class Tokenizer:
         padding = self._padding
         return padding is None or (padding.length is None and not padding.pad_to_multiple_of)
 
-    def _lazy_build(self, add_special_tokens: bool, truncation: TruncationParams | None, **state: Any) -> Any:
+    def _lazy_build(self, add_special_tokens: bool, truncation: TruncationParams | None, *,
+                    padding: Any = _OWN, special: Any = _OWN) -> Any:
         """`build(text)` of a lazy `Encoding` (`Encoding._lazy`): the eager path with the
         tokenizer's state of now, or the `padding` and `special` (encode_special_tokens) given."""
         engine, vocab, processor = self._engine, self._vocab_lazy, self._processor
-        padding = state.get("padding", self._padding)
-        special = state.get("special", self._encode_special_tokens)
+        if padding is _OWN:
+            padding = self._padding
+        if special is _OWN:
+            special = self._encode_special_tokens
 
         def build(sequence: str) -> Encoding:
             raw = _raw_text(engine, vocab, sequence, special, 0)
