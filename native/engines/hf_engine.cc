@@ -674,13 +674,12 @@ bool HfEngine::token_string(uint32_t id, std::string_view* out) const {
   return true;
 }
 
-void HfEngine::decode_byte_level(const uint32_t* ids, size_t n, const std::vector<uint8_t>& skip,
-                                 std::string& out) const {
+void HfEngine::decode_byte_level(const uint32_t* ids, size_t n, std::string_view skip, std::string& out) const {
   if (decode_offsets_ == nullptr) throw std::logic_error("decode_byte_level needs a byte-level cartridge");
   const uint32_t n_ids = model_->n_ids();
   for (size_t i = 0; i < n; ++i) {
     const uint32_t id = ids[i];
-    if (id >= n_ids || !decode_present_[id] || (id < skip.size() && skip[id])) continue;
+    if (id >= n_ids || !decode_present_[id] || (id < skip.size() && skip[id] != 0)) continue;
     out.append(reinterpret_cast<const char*>(decode_bytes_) + decode_offsets_[id], decode_offsets_[id + 1] - decode_offsets_[id]);
   }
 }

@@ -271,7 +271,7 @@ class HfEngine {
   // ByteLevel decoding (byte-level cartridges only): appends the bytes of every id that has a
   // token, skipping ids whose `skip` entry is 1 (skip may be empty). Ids without a token are
   // dropped, as in tokenizers.
-  void decode_byte_level(const uint32_t* ids, size_t n, const std::vector<uint8_t>& skip, std::string& out) const;
+  void decode_byte_level(const uint32_t* ids, size_t n, std::string_view skip, std::string& out) const;
 
   // One sequence up to the model. `encode_special_tokens`: special added tokens are text.
   void encode(std::string_view text, bool encode_special_tokens, RawEncoding& out) const;

@@ -1449,7 +1449,9 @@ void bind_hf(py::module_& m) {
       "encoded: (ids uint32, bounds int64, whether any document was cut).")
       .def("decode_byte_level", [](const PyHfEngine& pe, const py::handle& ids, const py::bytes& skip) {
         const std::vector<uint32_t> v = ids_from(ids);
-        const std::vector<uint8_t> mask = mask_from(skip);
+        // The mask is read in place: one byte per id of the vocabulary (151 KB for qwen2_5), which
+        // a copy per call made 8.5 us of a three-token decode (tokenizers: 0.74).
+        const std::string_view mask = bytes_view(skip);
         std::string out;
         {
           py::gil_scoped_release release;
