@@ -48,7 +48,6 @@ from crayon_hf import _transformers_hook as hook
 from crayon_hf._cache import atomic_write
 from crayon_hf._hf.batch import encode_singles, id_plan
 from crayon_hf._threads import default_threads
-from crayon_hf.tokenizer import raw_tokens
 from crayon_hf._hf.encoding import ATTN, ID, SPECIAL, TYPE, Encoding
 from crayon_hf._hf.postprocess import PaddingParams, TruncationParams
 
@@ -362,7 +361,7 @@ class CrayonTokenizer(TokenizersBackend):
         if engine is None or id_plan(engine._processor, add_special_tokens) != ([], []):
             return None
         try:
-            tokens = raw_tokens(engine, text, bool(self.split_special_tokens))
+            tokens = _raw_tokens(engine, text, bool(self.split_special_tokens))
         except UnicodeEncodeError:
             return None
         if len(tokens) > self.model_max_length:
@@ -962,6 +961,16 @@ def _batch_items(text: Any, text_pair: Any, is_split_into_words: bool) -> tuple[
             f"batch length of `text`: {len(text)} does not match batch length of `text_pair`: {len(text_pair)}."
         )
     return (list(zip(text, text_pair)) if text_pair is not None else list(text)), True
+
+
+def _raw_tokens(tok: Any, text: str, special: bool) -> list[Any]:
+    """`crayon_hf.tokenizer.raw_tokens`, imported on the first call and then called directly:
+    importing this module (patch_transformers does) does not load the tokenizers face."""
+    global _raw_tokens
+    from crayon_hf.tokenizer import raw_tokens
+
+    _raw_tokens = raw_tokens
+    return raw_tokens(tok, text, special)
 
 
 def _arrays_to_data(batch: Any, wanted: tuple[bool, ...], tensors: str | None) -> dict[str, Any]:
