@@ -1485,9 +1485,8 @@ void bind_hf(py::module_& m) {
       "engine may stop once it has that many: the ids are then the first ones of the whole text's.")
       .def("encode_lazy", [](const PyHfEngine& pe, const py::str& text, const py::tuple& spec) {
         // One tuple, not five arguments: pybind11's dispatcher was a seventh of a short text's call.
-        if (spec.size() != 5) throw py::type_error("spec must be (encode_special_tokens, before, after, cls, build)");
         PyObject* const* s = &PyTuple_GET_ITEM(spec.ptr(), 0);
-        if (!PyBool_Check(s[0]) || !PyList_Check(s[1]) || !PyList_Check(s[2]))
+        if (spec.size() != 5 || !PyBool_Check(s[0]) || !PyList_Check(s[1]) || !PyList_Check(s[2]))
           throw py::type_error("spec must be (encode_special_tokens, before, after, cls, build)");
         py::list ids = hf_id_list(*pe, text, s[0] == Py_True, py::reinterpret_borrow<py::list>(s[1]),
                                   py::reinterpret_borrow<py::list>(s[2]), -1);
